@@ -1,0 +1,417 @@
+"""The randomized-response mechanisms: one class each, with their exact probabilities.
+
+Every mechanism is a pure LDP protocol: a report *supports* a set of options, and
+
+    P[report supports v | true answer is v]     = p*
+    P[report supports v | true answer is not v] = q*
+
+so an aggregator needs only n and a support count per option. Each class knows its p*, q*,
+epsilon (computed from the probabilities actually used), how to randomize on the device (exact
+coins from `secrets`), which options an encoded report supports, and the variance of the
+unbiased estimate at n. The aggregator, planner, simulator and tests all use these.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from fractions import Fraction
+from itertools import product
+from typing import ClassVar
+
+from deniable.shared.probability import (
+    bernoulli,
+    format_probability,
+    parse_probability,
+    round_down,
+    round_up,
+    uniform_index,
+)
+
+#: Per-question epsilon bounds. Below the minimum the rounded coins would be fair (no signal);
+#: above the maximum randomized response protects nothing worth the name.
+MIN_EPSILON = 0.001
+MAX_EPSILON = 10.0
+
+#: Encoded noisy answer: an option index (rr, coins, grr) or a bit string (oue).
+Encoded = int | str
+
+HALF = Fraction(1, 2)
+
+
+def _check_epsilon(epsilon: float, field: str) -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise ValueError(f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}")
+    if not (math.isfinite(epsilon) and MIN_EPSILON <= epsilon <= MAX_EPSILON):
+        raise ValueError(f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}")
+    return float(epsilon)
+
+
+class Mechanism(ABC):
+    """A pure LDP protocol over `k` options with support probabilities p* and q*."""
+
+    name: ClassVar[str]
+    #: Whether the mechanism answers binary questions (report 0 = "no", 1 = "yes").
+    binary: ClassVar[bool]
+
+    def __init__(self, k: int) -> None:
+        if k < 2:
+            raise ValueError("a question needs at least 2 options")
+        self.k = k
+
+    # -- exact description -------------------------------------------------------------
+    @property
+    @abstractmethod
+    def p_star(self) -> Fraction:
+        """P[report supports v | truth is v] (for binary questions: of option yes)."""
+
+    @property
+    @abstractmethod
+    def q_star(self) -> Fraction:
+        """P[report supports v | truth is not v] (for binary questions: of option yes)."""
+
+    @property
+    @abstractmethod
+    def epsilon(self) -> float:
+        """The privacy loss: ln of the largest ratio between two rows of the transition matrix."""
+
+    @abstractmethod
+    def params(self) -> dict[str, Fraction]:
+        """The exact parameters that define the coins, as published in the resolved survey."""
+
+    def params_text(self) -> dict[str, str]:
+        """`params()` as exact text ("0.8", "2/3") for JSON."""
+        return {key: format_probability(value) for key, value in self.params().items()}
+
+    def option_pairs(self) -> list[tuple[Fraction, Fraction]]:
+        """(p*, q*) of each option in order. For binary, `no` has the complementary pair."""
+        p, q = self.p_star, self.q_star
+        if self.binary:
+            return [(1 - q, 1 - p), (p, q)]
+        return [(p, q)] * self.k
+
+    # -- on the device ---------------------------------------------------------------------
+    @abstractmethod
+    def randomize(self, index: int) -> Encoded:
+        """The noisy encoded report of true option `index`, drawn with exact secure coins."""
+
+    # -- on the aggregator -------------------------------------------------------------------
+    @abstractmethod
+    def validate(self, encoded: object) -> Encoded:
+        """Return `encoded` if it is a well-formed report of this mechanism, else ValueError."""
+
+    @abstractmethod
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        """The option indices a (valid) encoded report supports."""
+
+    # -- exact transition probabilities (for tests and documentation) ----------------------
+    @abstractmethod
+    def outputs(self) -> Iterator[Encoded]:
+        """Every possible encoded report (2^k of them for oue: keep k small)."""
+
+    @abstractmethod
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        """P[report = encoded | true option = index], exactly."""
+
+    # -- statistics -------------------------------------------------------------------------
+    def support_rate(self, f: float, option: int = 1) -> float:
+        """lambda: the expected share of reports supporting `option` when its true share is f."""
+        p, q = self.option_pairs()[option]
+        return float(q) + f * float(p - q)
+
+    def variance(self, n: int, f: float, option: int = 1) -> float:
+        """Variance of the unbiased estimate of an option's share f from n sampled respondents.
+
+        lambda (1 - lambda) / (n (p* - q*)^2): the sampling term included (DESIGN, Mechanisms).
+        """
+        lam = self.support_rate(f, option)
+        gap = float(self.p_star - self.q_star)
+        return lam * (1.0 - lam) / (n * gap * gap)
+
+    def worst_variance(self, n: int) -> float:
+        """The largest variance of any option's estimate over every true distribution."""
+        gap = float(self.p_star - self.q_star)
+        worst = 0.0
+        for p, q in self.option_pairs():
+            lo, hi = float(min(p, q)), float(max(p, q))
+            lam = min(max(0.5, lo), hi)
+            worst = max(worst, lam * (1 - lam))
+        return worst / (n * gap * gap)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params_text().items())
+        return f"{type(self).__name__}(k={self.k}, {params}, epsilon={self.epsilon:.6g})"
+
+
+class _BinaryMechanism(Mechanism):
+    binary = True
+
+    def __init__(self) -> None:
+        super().__init__(2)
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not int or encoded not in (0, 1):
+            raise ValueError(f"expected 0 or 1, got {encoded!r}")
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return (int(encoded),)
+
+    def outputs(self) -> Iterator[Encoded]:
+        yield from (0, 1)
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        p_yes = self.p_star if index == 1 else self.q_star
+        return p_yes if encoded == 1 else 1 - p_yes
+
+    @property
+    def epsilon(self) -> float:
+        p, q = self.p_star, self.q_star
+        return math.log(max(p / q, (1 - q) / (1 - p)))
+
+
+class RR(_BinaryMechanism):
+    """Warner's randomized response: keep the true answer with probability `keep`, else flip it.
+
+    From epsilon, keep = e^eps / (1 + e^eps), rounded down (towards more privacy) to 12 decimals.
+    """
+
+    name = "rr"
+
+    def __init__(self, *, keep: Fraction) -> None:
+        super().__init__()
+        if not HALF < keep < 1:
+            raise ValueError(f"rr.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.keep = Fraction(keep)
+
+    @classmethod
+    def from_epsilon(cls, *, epsilon: float) -> RR:
+        """The rr mechanism at (at most) `epsilon`."""
+        _check_epsilon(epsilon, "epsilon")
+        return cls(keep=round_down(1.0 / (1.0 + math.exp(-epsilon))))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
+
+    def params(self) -> dict[str, Fraction]:
+        return {"keep": self.keep}
+
+    def randomize(self, index: int) -> Encoded:
+        return index if bernoulli(self.keep) else 1 - index
+
+
+class Coins(_BinaryMechanism):
+    """The two-coin design: with probability `truth` answer truthfully, else say yes with
+    probability `yes`. p* = truth + (1-truth) yes, q* = (1-truth) yes."""
+
+    name = "coins"
+
+    def __init__(self, *, truth: Fraction, yes: Fraction) -> None:
+        super().__init__()
+        if not 0 < truth < 1:
+            raise ValueError(f"coins.truth must lie strictly between 0 and 1, got {truth}")
+        if not 0 < yes < 1:
+            raise ValueError(f"coins.yes must lie strictly between 0 and 1, got {yes}")
+        self.truth = Fraction(truth)
+        self.yes = Fraction(yes)
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.truth + (1 - self.truth) * self.yes
+
+    @property
+    def q_star(self) -> Fraction:
+        return (1 - self.truth) * self.yes
+
+    def params(self) -> dict[str, Fraction]:
+        return {"truth": self.truth, "yes": self.yes}
+
+    def randomize(self, index: int) -> Encoded:
+        if bernoulli(self.truth):
+            return index
+        return 1 if bernoulli(self.yes) else 0
+
+
+class GRR(Mechanism):
+    """Generalized randomized response: keep the true option with probability `keep`, else
+    report a uniformly chosen *other* option. From epsilon, keep = e^eps / (e^eps + k - 1)."""
+
+    name = "grr"
+    binary = False
+
+    def __init__(self, k: int, *, keep: Fraction) -> None:
+        super().__init__(k)
+        if not Fraction(1, k) < keep < 1:
+            raise ValueError(f"grr.keep must lie strictly between 1/{k} and 1, got {keep}")
+        self.keep = Fraction(keep)
+
+    @classmethod
+    def from_epsilon(cls, k: int, *, epsilon: float) -> GRR:
+        """The grr mechanism over k options at (at most) `epsilon`."""
+        _check_epsilon(epsilon, "epsilon")
+        e = math.exp(epsilon)
+        return cls(k, keep=round_down(e / (e + k - 1)))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return (1 - self.keep) / (self.k - 1)
+
+    @property
+    def epsilon(self) -> float:
+        return math.log(self.p_star / self.q_star)
+
+    def params(self) -> dict[str, Fraction]:
+        return {"keep": self.keep}
+
+    def randomize(self, index: int) -> Encoded:
+        if bernoulli(self.keep):
+            return index
+        other = uniform_index(self.k - 1)
+        return other if other < index else other + 1
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not int or not 0 <= encoded < self.k:
+            raise ValueError(f"expected an option index from 0 to {self.k - 1}, got {encoded!r}")
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return (int(encoded),)
+
+    def outputs(self) -> Iterator[Encoded]:
+        yield from range(self.k)
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        return self.p_star if encoded == index else self.q_star
+
+
+class OUE(Mechanism):
+    """(Optimized) unary encoding: one bit per option; the true option's bit is 1 with
+    probability p (1/2 when optimized), every other bit with probability q = 1/(e^eps + 1).
+    The report is a string of k characters '0'/'1', character i for option i."""
+
+    name = "oue"
+    binary = False
+
+    def __init__(self, k: int, *, q: Fraction, p: Fraction = HALF) -> None:
+        super().__init__(k)
+        if not 0 < q < p < 1:
+            raise ValueError(f"oue needs 0 < q < p < 1, got p={p}, q={q}")
+        self.p = Fraction(p)
+        self.q = Fraction(q)
+
+    @classmethod
+    def from_epsilon(cls, k: int, *, epsilon: float) -> OUE:
+        """Optimized unary encoding over k options at (at most) `epsilon`."""
+        _check_epsilon(epsilon, "epsilon")
+        return cls(k, q=round_up(1.0 / (math.exp(epsilon) + 1.0)))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.p
+
+    @property
+    def q_star(self) -> Fraction:
+        return self.q
+
+    @property
+    def epsilon(self) -> float:
+        p, q = self.p, self.q
+        return math.log((p * (1 - q)) / ((1 - p) * q))
+
+    def params(self) -> dict[str, Fraction]:
+        return {"p": self.p, "q": self.q}
+
+    def randomize(self, index: int) -> Encoded:
+        return "".join(
+            "1" if bernoulli(self.p if i == index else self.q) else "0" for i in range(self.k)
+        )
+
+    def validate(self, encoded: object) -> Encoded:
+        if (
+            type(encoded) is not str
+            or len(encoded) != self.k
+            or encoded.strip("01") != ""
+        ):
+            raise ValueError(f"expected a string of {self.k} characters '0' or '1', got {encoded!r}")
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
+
+    def outputs(self) -> Iterator[Encoded]:
+        for bits in product("01", repeat=self.k):
+            yield "".join(bits)
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        prob = Fraction(1)
+        for i, c in enumerate(str(encoded)):
+            one = self.p if i == index else self.q
+            prob *= one if c == "1" else 1 - one
+        return prob
+
+
+MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE)}
+BINARY_MECHANISMS = ("rr", "coins")
+CATEGORICAL_MECHANISMS = ("grr", "oue", "auto")
+
+#: The parameter names of each mechanism, as written in a survey under the mechanism's name.
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "rr": ("keep",),
+    "coins": ("truth", "yes"),
+    "grr": ("keep",),
+    "oue": ("p", "q"),
+}
+
+
+def auto(k: int, *, epsilon: float) -> Mechanism:
+    """grr or oue at (eps, k), whichever has the lower variance at the uniform distribution."""
+    grr = GRR.from_epsilon(k, epsilon=epsilon)
+    oue = OUE.from_epsilon(k, epsilon=epsilon)
+    f = 1.0 / k
+    return grr if grr.variance(1, f, 0) <= oue.variance(1, f, 0) else oue
+
+
+def from_epsilon(name: str, k: int, *, epsilon: float) -> Mechanism:
+    """The mechanism `name` ("rr", "grr", "oue" or "auto") over k options at epsilon."""
+    if name == "rr":
+        return RR.from_epsilon(epsilon=epsilon)
+    if name == "grr":
+        return GRR.from_epsilon(k, epsilon=epsilon)
+    if name == "oue":
+        return OUE.from_epsilon(k, epsilon=epsilon)
+    if name == "auto":
+        return auto(k, epsilon=epsilon)
+    raise ValueError(f"mechanism {name!r} cannot be built from an epsilon alone")
+
+
+def from_params(name: str, k: int, raw: object, *, field: str) -> Mechanism:
+    """The mechanism `name` from its explicit parameters (e.g. {"truth": 0.5, "yes": "1/2"})."""
+    allowed = PARAMETERS[name]
+    if not isinstance(raw, dict):
+        raise ValueError(f"{field}: expected an object with {', '.join(allowed)}, got {raw!r}")
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ValueError(f"{field}: unknown parameter {unknown[0]!r}; allowed: {', '.join(allowed)}")
+    values = {key: parse_probability(raw[key], field=f"{field}.{key}") for key in raw}
+    try:
+        if name == "rr":
+            return RR(keep=values["keep"])
+        if name == "coins":
+            return Coins(truth=values["truth"], yes=values["yes"])
+        if name == "grr":
+            return GRR(k, keep=values["keep"])
+        return OUE(k, q=values["q"], p=values.get("p", HALF))
+    except KeyError as exc:
+        raise ValueError(f"{field}: missing parameter {exc.args[0]!r}") from None
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None

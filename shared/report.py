@@ -1,0 +1,187 @@
+"""Reports: one respondent's noisy answers to one survey, signed with Ed25519.
+
+The signature covers the canonical JSON of every field but `signature`. A report holds no true
+answer, no free text and no float, and its `sent_at` is truncated to the hour on the device.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from deniable.shared import signing
+from deniable.shared.canonical import canonical_json
+from deniable.shared.errors import ReportError, SurveyError
+from deniable.shared.mechanisms import Encoded
+from deniable.shared.survey import SURVEY_ID, Survey
+
+VERSION = 1
+FIELDS = ("v", "survey", "survey_hash", "answers", "report_id", "sent_at", "public_key", "signature")
+#: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
+MAX_REPORT_BYTES = 64 * 1024
+
+_HASH = re.compile(r"[0-9a-f]{64}")
+_UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_HOUR = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:00:00Z")
+_B64URL = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def hour_now(now: datetime | None = None) -> str:
+    """The current time truncated to the hour, as sent_at wants it (a finer time links people)."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return moment.replace(minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_sent_at(text: str) -> datetime:
+    """The datetime of a valid sent_at string."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def signed_bytes(report: Mapping[str, Any]) -> bytes:
+    """The bytes a report's signature covers: canonical JSON of every field but `signature`."""
+    return canonical_json({k: v for k, v in report.items() if k != "signature"})
+
+
+def sign_report(unsigned: Mapping[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
+    """The report with `public_key` set to key's and `signature` added."""
+    body = {k: v for k, v in unsigned.items() if k not in ("public_key", "signature")}
+    body["public_key"] = signing.public_key_text(key)
+    body["signature"] = signing.sign(key, signed_bytes(body))
+    return body
+
+
+def build_report(
+    survey: Survey,
+    answers: Mapping[str, Encoded],
+    key: Ed25519PrivateKey,
+    *,
+    report_id: str | None = None,
+    sent_at: str | None = None,
+) -> dict[str, Any]:
+    """A signed report of already randomized (encoded) answers, checked against the survey."""
+    report = {
+        "v": VERSION,
+        "survey": survey.id,
+        "survey_hash": survey.hash,
+        "answers": dict(answers),
+        "report_id": report_id or str(uuid.uuid4()),
+        "sent_at": sent_at or hour_now(),
+    }
+    check_answers(survey, report["answers"])
+    return sign_report(report, key)
+
+
+def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, Encoded]:
+    """Randomize a true answer for every question of the survey (on the device, exact coins).
+
+    Every question must be answered and no other key given; SurveyError says what is wrong."""
+    missing = [qid for qid in survey.questions if qid not in truth]
+    if missing:
+        raise SurveyError(f"{missing[0]}: no answer given; every question must be answered")
+    unknown = [qid for qid in truth if qid not in survey.questions]
+    if unknown:
+        raise SurveyError(f"{unknown[0]}: no such question in survey {survey.id!r}")
+    indices = {qid: q.index_of(truth[qid]) for qid, q in survey.questions.items()}
+    return {qid: q.randomizer.randomize(indices[qid]) for qid, q in survey.questions.items()}
+
+
+def make_report(
+    survey: Survey, truth: Mapping[str, object], key: Ed25519PrivateKey, **kwargs: Any
+) -> dict[str, Any]:
+    """Randomize true answers and return the signed report (what a device sends)."""
+    return build_report(survey, randomize_answers(survey, truth), key, **kwargs)
+
+
+def check_answers(survey: Survey, answers: object) -> dict[str, Encoded]:
+    """The answers if each question of the survey has exactly one valid encoded answer."""
+    if not isinstance(answers, dict):
+        raise ReportError(f"answers: expected an object, got {type(answers).__name__}")
+    for qid in answers:
+        if qid not in survey.questions:
+            raise ReportError(f"answers.{qid}: no such question in survey {survey.id!r}")
+    for qid, question in survey.questions.items():
+        if qid not in answers:
+            raise ReportError(f"answers.{qid}: missing; every question must be answered")
+        try:
+            question.validate(answers[qid])
+        except SurveyError as exc:
+            raise ReportError(f"answers.{exc}") from None
+    return answers
+
+
+def check_structure(report: object) -> dict[str, Any]:
+    """Strict shape checks of a report, without its survey: exact fields, types, sizes, formats."""
+    if not isinstance(report, dict):
+        raise ReportError(f"a report is a JSON object, got {type(report).__name__}")
+    missing = [f for f in FIELDS if f not in report]
+    if missing:
+        raise ReportError(f"{missing[0]}: missing field")
+    unknown = sorted(k for k in report if k not in FIELDS)
+    if unknown:
+        raise ReportError(f"{str(unknown[0])[:40]}: unknown field")
+    if type(report["v"]) is not int or report["v"] != VERSION:
+        raise ReportError(f"v: unsupported version {report['v']!r}; this aggregator speaks {VERSION}")
+    checks = (
+        ("survey", SURVEY_ID, "a survey id"),
+        ("survey_hash", _HASH, "64 lower-case hex digits"),
+        ("report_id", _UUID4, "a lower-case UUID4"),
+        ("sent_at", _HOUR, "a UTC time truncated to the hour, like 2026-11-22T18:00:00Z"),
+        ("public_key", _B64URL, "unpadded base64url"),
+        ("signature", _B64URL, "unpadded base64url"),
+    )
+    for name, pattern, what in checks:
+        value = report[name]
+        if not isinstance(value, str) or len(value) > 128 or not pattern.fullmatch(value):
+            shown = repr(value)[:80]
+            raise ReportError(f"{name}: expected {what}, got {shown}")
+    try:
+        parse_sent_at(report["sent_at"])
+    except ValueError:
+        raise ReportError(f"sent_at: not a real time: {report['sent_at']!r}") from None
+    answers = report["answers"]
+    if not isinstance(answers, dict) or not answers:
+        raise ReportError("answers: expected a non-empty object of question id to noisy answer")
+    if len(answers) > 1000:
+        raise ReportError("answers: too many answers")
+    for qid, value in answers.items():
+        if type(value) is float:
+            raise ReportError(f"answers.{str(qid)[:64]}: floats are not allowed, got {value!r}")
+        if type(value) is not int and type(value) is not str:
+            raise ReportError(
+                f"answers.{str(qid)[:64]}: expected an option index or a bit string, got {json.dumps(value)[:40]}"
+            )
+        if type(value) is str and len(value) > 4096:
+            raise ReportError(f"answers.{str(qid)[:64]}: answer too long")
+    return report
+
+
+def verify_report(report: Mapping[str, Any]) -> None:
+    """Raise ReportError unless the signature verifies for the report's public key."""
+    try:
+        signing.load_public_key(report["public_key"])
+    except (ValueError, TypeError):
+        raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
+    if not signing.verify(report["public_key"], report["signature"], signed_bytes(report)):
+        raise ReportError("signature: does not verify; the report was altered or signed with another key")
+
+
+def parse_report(report: object, survey: Survey | None = None, *, verify: bool = True) -> dict[str, Any]:
+    """A fully checked report: structure, (with `survey`) its hash and answers, its signature."""
+    checked = check_structure(report)
+    if survey is not None:
+        if checked["survey"] != survey.id:
+            raise ReportError(f"survey: report is for {checked['survey']!r}, not {survey.id!r}")
+        if checked["survey_hash"] != survey.hash:
+            raise ReportError(
+                "survey_hash: does not match the survey as published; fetch the survey again"
+            )
+        check_answers(survey, checked["answers"])
+    if verify:
+        verify_report(checked)
+    return checked

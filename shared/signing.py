@@ -1,0 +1,56 @@
+"""Ed25519 keys and signatures, in the text forms the wire format uses (base64url, no padding)."""
+
+from __future__ import annotations
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from deniable.shared.canonical import b64url_decode, b64url_encode
+
+PUBLIC_KEY_BYTES = 32
+SIGNATURE_BYTES = 64
+
+
+def generate_key() -> Ed25519PrivateKey:
+    """A fresh Ed25519 private key from the operating system's secure random source."""
+    return Ed25519PrivateKey.generate()
+
+
+def private_key_bytes(key: Ed25519PrivateKey) -> bytes:
+    """The 32 raw bytes of a private key (for storing it in a 0600 file)."""
+    return key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+def load_private_key(raw: bytes) -> Ed25519PrivateKey:
+    """A private key from its 32 raw bytes."""
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def public_key_text(key: Ed25519PrivateKey) -> str:
+    """The base64url text of a private key's public half."""
+    return b64url_encode(
+        key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+
+
+def sign(key: Ed25519PrivateKey, message: bytes) -> str:
+    """The base64url Ed25519 signature of `message`."""
+    return b64url_encode(key.sign(message))
+
+
+def load_public_key(text: str) -> Ed25519PublicKey:
+    """A public key from its base64url text; ValueError when malformed."""
+    return Ed25519PublicKey.from_public_bytes(b64url_decode(text, length=PUBLIC_KEY_BYTES))
+
+
+def verify(public_key: str, signature: str, message: bytes) -> bool:
+    """Whether `signature` (base64url) is a valid signature of `message` by `public_key`."""
+    try:
+        key = load_public_key(public_key)
+        key.verify(b64url_decode(signature, length=SIGNATURE_BYTES), message)
+    except (ValueError, InvalidSignature):
+        return False
+    return True

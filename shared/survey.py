@@ -1,0 +1,352 @@
+"""Survey documents: validation, resolution of mechanisms, the resolved form and its hash.
+
+`Survey.from_dict` accepts what a researcher writes (a question may give just an epsilon) and
+the resolved form (`to_dict()`, every mechanism's exact parameters spelled out); resolving a
+resolved form changes nothing, so the client and the aggregator compute the same hash.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+from deniable.shared import mechanisms as mech
+from deniable.shared.canonical import canonical_json, sha256_hex
+from deniable.shared.errors import SurveyError
+from deniable.shared.mechanisms import Encoded, Mechanism
+from deniable.shared.probability import format_probability, parse_probability
+
+SURVEY_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+QUESTION_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+BINARY_OPTIONS = ("no", "yes")
+MAX_QUESTIONS = 100
+MAX_OPTIONS = 256
+MAX_TEXT = 2000
+#: How far a given epsilon may differ from the one its explicit parameters give.
+EPSILON_TOLERANCE = 1e-4
+
+_SURVEY_FIELDS = {"id", "title", "description", "enrollment", "closes_at", "questions", "epsilon"}
+_QUESTION_FIELDS = {"id", "text", "type", "options", "epsilon", "mechanism", "p_star", "q_star"}
+
+
+def _fail(where: str, message: str) -> SurveyError:
+    return SurveyError(f"{where}: {message}" if where else message)
+
+
+def _text(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+    value = doc.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(f"{where}{key}", f"expected a non-empty string, got {value!r}")
+    if len(value) > MAX_TEXT:
+        raise _fail(f"{where}{key}", f"at most {MAX_TEXT} characters, got {len(value)}")
+    return value
+
+
+def parse_timestamp(value: object, *, field: str) -> datetime:
+    """An RFC 3339 timestamp with a time zone (e.g. 2026-12-31T00:00:00Z), as UTC."""
+    if not isinstance(value, str):
+        raise SurveyError(f"{field}: expected a time like 2026-12-31T00:00:00Z, got {value!r}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise SurveyError(
+            f"{field}: expected a time like 2026-12-31T00:00:00Z, got {value!r}"
+        ) from None
+    if moment.tzinfo is None:
+        raise SurveyError(f"{field}: give a time zone (e.g. a trailing Z), got {value!r}")
+    return moment.astimezone(UTC)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """UTC, to the second, with a trailing Z."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, eq=False)
+class Question:
+    """One resolved question: its options and the mechanism that randomizes its answer."""
+
+    id: str
+    text: str
+    type: str
+    _options: tuple[str, ...]
+    randomizer: Mechanism
+    requested: str = field(default="")
+
+    @property
+    def options(self) -> list[str]:
+        """Option labels in order; a binary question has ["no", "yes"]."""
+        return list(self._options)
+
+    @property
+    def k(self) -> int:
+        return len(self._options)
+
+    @property
+    def mechanism(self) -> str:
+        """The resolved mechanism's name ("rr", "coins", "grr" or "oue"; never "auto")."""
+        return self.randomizer.name
+
+    @property
+    def epsilon(self) -> float:
+        return self.randomizer.epsilon
+
+    @property
+    def p_star(self) -> float:
+        return float(self.randomizer.p_star)
+
+    @property
+    def q_star(self) -> float:
+        return float(self.randomizer.q_star)
+
+    def index_of(self, value: object) -> int:
+        """The option index of a true answer: a label or an index (and yes/no, True/False,
+        1/0 for binary questions). Raises SurveyError saying what is allowed."""
+        if self.type == "binary" and isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < self.k:
+            return value
+        if isinstance(value, str):
+            if value in self._options:
+                return self._options.index(value)
+            folded = [o.casefold() for o in self._options]
+            if value.strip().casefold() in folded:
+                return folded.index(value.strip().casefold())
+            if value.strip().isdigit() and int(value) < self.k:
+                return int(value)
+        allowed = ", ".join(repr(o) for o in self._options)
+        raise SurveyError(
+            f"{self.id}: {value!r} is not an answer; give one of {allowed} or an index 0-{self.k - 1}"
+        )
+
+    def randomize(self, value: object) -> Encoded:
+        """The encoded noisy answer for the true answer `value`, drawn on this device."""
+        return self.randomizer.randomize(self.index_of(value))
+
+    def validate(self, encoded: object) -> Encoded:
+        """`encoded` if it is a valid noisy answer to this question, else SurveyError."""
+        try:
+            return self.randomizer.validate(encoded)
+        except ValueError as exc:
+            raise SurveyError(f"{self.id}: {exc}") from None
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        """The option indices a valid encoded answer supports."""
+        return self.randomizer.supports(encoded)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved question: mechanism, its exact parameters, epsilon, p* and q*."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "type": self.type,
+            "options": list(self._options),
+            "mechanism": self.mechanism,
+            self.mechanism: self.randomizer.params_text(),
+            "epsilon": self.epsilon,
+            "p_star": format_probability(self.randomizer.p_star),
+            "q_star": format_probability(self.randomizer.q_star),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: object, *, where: str = "") -> Question:
+        """Validate and resolve one question document."""
+        if not isinstance(doc, dict):
+            raise _fail(where.rstrip("."), f"expected an object, got {doc!r}")
+        allowed = _QUESTION_FIELDS | set(mech.PARAMETERS)
+        unknown = sorted(set(doc) - allowed)
+        if unknown:
+            raise _fail(
+                f"{where}{unknown[0]}",
+                f"unknown field; allowed: {', '.join(sorted(allowed))}",
+            )
+        qid = doc.get("id")
+        if not isinstance(qid, str) or not QUESTION_ID.fullmatch(qid):
+            raise _fail(
+                f"{where}id",
+                f"expected 1-64 of a-z, 0-9, '-' and '_', starting with a letter or digit, got {qid!r}",
+            )
+        text = _text(doc, "text", where)
+        qtype = doc.get("type")
+        if qtype not in ("binary", "categorical"):
+            raise _fail(f"{where}type", f"expected 'binary' or 'categorical', got {qtype!r}")
+        options = cls._options_of(doc, qtype, where)
+        requested = doc.get("mechanism")
+        names = mech.BINARY_MECHANISMS if qtype == "binary" else mech.CATEGORICAL_MECHANISMS
+        if requested is None:
+            requested = "rr" if qtype == "binary" else "auto"
+        elif requested not in names:
+            raise _fail(
+                f"{where}mechanism",
+                f"{requested!r} does not fit a {qtype} question; allowed: {', '.join(names)}",
+            )
+        stray = sorted(set(mech.PARAMETERS) & set(doc) - {requested})
+        if stray:
+            raise _fail(
+                f"{where}{stray[0]}",
+                f"parameters of {stray[0]!r} given, but the mechanism is {requested!r}",
+            )
+        epsilon = doc.get("epsilon")
+        try:
+            if requested in mech.PARAMETERS and requested in doc:
+                randomizer = mech.from_params(
+                    requested, len(options), doc[requested], field=f"{where}{requested}"
+                )
+            elif requested == "coins":
+                raise _fail(
+                    f"{where}coins",
+                    'the coins mechanism needs its coins, e.g. {"truth": 0.5, "yes": 0.5}',
+                )
+            elif epsilon is None:
+                raise _fail(
+                    f"{where}epsilon",
+                    f"missing; give an epsilon in [{mech.MIN_EPSILON}, {mech.MAX_EPSILON}] "
+                    "or the mechanism's parameters",
+                )
+            else:
+                randomizer = mech.from_epsilon(requested, len(options), epsilon=epsilon)
+        except ValueError as exc:
+            if isinstance(exc, SurveyError):
+                raise
+            message = str(exc)
+            if message.startswith("epsilon:"):
+                raise _fail(f"{where}epsilon", message.removeprefix("epsilon:").strip()) from None
+            raise SurveyError(message) from None
+        if epsilon is not None:
+            if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+                raise _fail(f"{where}epsilon", f"expected a number, got {epsilon!r}")
+            if not math.isclose(epsilon, randomizer.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE):
+                raise _fail(
+                    f"{where}epsilon",
+                    f"{epsilon!r} does not match the mechanism's parameters, which give "
+                    f"{randomizer.epsilon:.6g}; give one or the other",
+                )
+        for key, exact in (("p_star", randomizer.p_star), ("q_star", randomizer.q_star)):
+            if key in doc:
+                try:
+                    given = parse_probability(doc[key], field=f"{where}{key}")
+                except ValueError as exc:
+                    raise SurveyError(str(exc)) from None
+                if given != exact:
+                    raise _fail(
+                        f"{where}{key}",
+                        f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
+                    )
+        return cls(qid, text or "", qtype, options, randomizer, requested)
+
+    @staticmethod
+    def _options_of(doc: Mapping[str, Any], qtype: str, where: str) -> tuple[str, ...]:
+        raw = doc.get("options")
+        if qtype == "binary":
+            if raw is not None and list(raw) != list(BINARY_OPTIONS):
+                raise _fail(
+                    f"{where}options",
+                    f"a binary question's options are always ['no', 'yes'], got {raw!r}",
+                )
+            return BINARY_OPTIONS
+        if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_OPTIONS:
+            raise _fail(
+                f"{where}options",
+                f"expected a list of 2 to {MAX_OPTIONS} option labels, got {raw!r}",
+            )
+        for i, label in enumerate(raw):
+            if not isinstance(label, str) or not label.strip() or len(label) > 200:
+                raise _fail(
+                    f"{where}options[{i}]",
+                    f"expected a non-empty label of at most 200 characters, got {label!r}",
+                )
+        if len({label.casefold() for label in raw}) != len(raw):
+            raise _fail(f"{where}options", f"labels must be distinct, got {raw!r}")
+        return tuple(raw)
+
+
+@dataclass(frozen=True, eq=False)
+class Survey:
+    """A validated, resolved survey. `hash` is the sha256 of the canonical resolved form."""
+
+    id: str
+    title: str
+    enrollment: str
+    questions: Mapping[str, Question]
+    closes_at: datetime | None = None
+    description: str | None = None
+
+    @property
+    def epsilon(self) -> float:
+        """Total privacy loss of answering every question (sequential composition)."""
+        return math.fsum(q.epsilon for q in self.questions.values())
+
+    @property
+    def hash(self) -> str:
+        return sha256_hex(canonical_json(self.to_dict()))
+
+    def is_closed(self, now: datetime | None = None) -> bool:
+        """Whether `closes_at` has passed (a survey closed by hand is the aggregator's business)."""
+        if self.closes_at is None:
+            return False
+        return (now or datetime.now(UTC)) >= self.closes_at
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved form: every mechanism and its exact parameters spelled out."""
+        doc: dict[str, Any] = {"id": self.id, "title": self.title}
+        if self.description is not None:
+            doc["description"] = self.description
+        doc["enrollment"] = self.enrollment
+        if self.closes_at is not None:
+            doc["closes_at"] = format_timestamp(self.closes_at)
+        doc["epsilon"] = self.epsilon
+        doc["questions"] = [q.to_dict() for q in self.questions.values()]
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Survey:
+        """Validate and resolve a survey document; SurveyError says what is wrong and where."""
+        if not isinstance(doc, dict):
+            raise SurveyError(f"a survey is a JSON object, got {type(doc).__name__}")
+        unknown = sorted(set(doc) - _SURVEY_FIELDS)
+        if unknown:
+            raise _fail(unknown[0], f"unknown field; allowed: {', '.join(sorted(_SURVEY_FIELDS))}")
+        sid = doc.get("id")
+        if not isinstance(sid, str) or not SURVEY_ID.fullmatch(sid):
+            raise _fail(
+                "id",
+                f"expected 1-64 of a-z, 0-9 and '-', starting with a letter or digit, got {sid!r}",
+            )
+        title = _text(doc, "title", "")
+        description = _text(doc, "description", "", required=False)
+        enrollment = doc.get("enrollment", "open")
+        if enrollment not in ("open", "invite"):
+            raise _fail("enrollment", f"expected 'open' or 'invite', got {enrollment!r}")
+        closes_at = doc.get("closes_at")
+        closes = None if closes_at is None else parse_timestamp(closes_at, field="closes_at")
+        raw_questions = doc.get("questions")
+        if not isinstance(raw_questions, list) or not 1 <= len(raw_questions) <= MAX_QUESTIONS:
+            raise _fail(
+                "questions", f"expected a list of 1 to {MAX_QUESTIONS} questions, got {raw_questions!r}"
+            )
+        questions: dict[str, Question] = {}
+        for i, raw in enumerate(raw_questions):
+            question = Question.from_dict(raw, where=f"questions[{i}].")
+            if question.id in questions:
+                raise _fail(f"questions[{i}].id", f"{question.id!r} is used twice")
+            questions[question.id] = question
+        survey = cls(sid, title or "", enrollment, MappingProxyType(questions), closes, description)
+        total = doc.get("epsilon")
+        if total is not None and (
+            isinstance(total, bool)
+            or not isinstance(total, int | float)
+            or not math.isclose(total, survey.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE)
+        ):
+            raise _fail(
+                "epsilon",
+                f"{total!r} is not the sum of the questions' epsilons ({survey.epsilon:.6g}); "
+                "leave it out and it is computed",
+            )
+        return survey

@@ -42,9 +42,13 @@ HALF = Fraction(1, 2)
 
 def _check_epsilon(epsilon: float, field: str) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise ValueError(f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}")
+        raise ValueError(
+            f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}"
+        )
     if not (math.isfinite(epsilon) and MIN_EPSILON <= epsilon <= MAX_EPSILON):
-        raise ValueError(f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}")
+        raise ValueError(
+            f"{field}: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}"
+        )
     return float(epsilon)
 
 
@@ -337,12 +341,10 @@ class OUE(Mechanism):
         )
 
     def validate(self, encoded: object) -> Encoded:
-        if (
-            type(encoded) is not str
-            or len(encoded) != self.k
-            or encoded.strip("01") != ""
-        ):
-            raise ValueError(f"expected a string of {self.k} characters '0' or '1', got {encoded!r}")
+        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
+            raise ValueError(
+                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
+            )
         return encoded
 
     def supports(self, encoded: Encoded) -> tuple[int, ...]:
@@ -401,7 +403,9 @@ def from_params(name: str, k: int, raw: object, *, field: str) -> Mechanism:
         raise ValueError(f"{field}: expected an object with {', '.join(allowed)}, got {raw!r}")
     unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        raise ValueError(f"{field}: unknown parameter {unknown[0]!r}; allowed: {', '.join(allowed)}")
+        raise ValueError(
+            f"{field}: unknown parameter {unknown[0]!r}; allowed: {', '.join(allowed)}"
+        )
     values = {key: parse_probability(raw[key], field=f"{field}.{key}") for key in raw}
     try:
         if name == "rr":

@@ -19,7 +19,7 @@ def parse_probability(value: object, *, field: str) -> Fraction:
     """A probability from a JSON value: a decimal number (0.8 is held as 4/5) or a string
     "2/3" or "0.8". Raises ValueError with a reason that names `field`."""
     if isinstance(value, bool) or value is None:
-        raise ValueError(f"{field}: expected a probability like 0.8 or \"2/3\", got {value!r}")
+        raise ValueError(f'{field}: expected a probability like 0.8 or "2/3", got {value!r}')
     try:
         if isinstance(value, float):
             if not math.isfinite(value):
@@ -36,7 +36,7 @@ def parse_probability(value: object, *, field: str) -> Fraction:
             raise ValueError
     except (ValueError, ZeroDivisionError):
         raise ValueError(
-            f"{field}: expected a probability like 0.8 or \"2/3\", got {value!r}"
+            f'{field}: expected a probability like 0.8 or "2/3", got {value!r}'
         ) from None
     if not 0 <= frac <= 1:
         raise ValueError(f"{field}: a probability must lie in [0, 1], got {value!r}")

@@ -22,7 +22,16 @@ from deniable.shared.mechanisms import Encoded
 from deniable.shared.survey import SURVEY_ID, Survey
 
 VERSION = 1
-FIELDS = ("v", "survey", "survey_hash", "answers", "report_id", "sent_at", "public_key", "signature")
+FIELDS = (
+    "v",
+    "survey",
+    "survey_hash",
+    "answers",
+    "report_id",
+    "sent_at",
+    "public_key",
+    "signature",
+)
 #: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
 MAX_REPORT_BYTES = 64 * 1024
 
@@ -126,7 +135,9 @@ def check_structure(report: object) -> dict[str, Any]:
     if unknown:
         raise ReportError(f"{str(unknown[0])[:40]}: unknown field")
     if type(report["v"]) is not int or report["v"] != VERSION:
-        raise ReportError(f"v: unsupported version {report['v']!r}; this aggregator speaks {VERSION}")
+        raise ReportError(
+            f"v: unsupported version {report['v']!r}; this aggregator speaks {VERSION}"
+        )
     checks = (
         ("survey", SURVEY_ID, "a survey id"),
         ("survey_hash", _HASH, "64 lower-case hex digits"),
@@ -168,10 +179,14 @@ def verify_report(report: Mapping[str, Any]) -> None:
     except (ValueError, TypeError):
         raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
     if not signing.verify(report["public_key"], report["signature"], signed_bytes(report)):
-        raise ReportError("signature: does not verify; the report was altered or signed with another key")
+        raise ReportError(
+            "signature: does not verify; the report was altered or signed with another key"
+        )
 
 
-def parse_report(report: object, survey: Survey | None = None, *, verify: bool = True) -> dict[str, Any]:
+def parse_report(
+    report: object, survey: Survey | None = None, *, verify: bool = True
+) -> dict[str, Any]:
     """A fully checked report: structure, (with `survey`) its hash and answers, its signature."""
     checked = check_structure(report)
     if survey is not None:

@@ -329,7 +329,8 @@ class Survey:
         raw_questions = doc.get("questions")
         if not isinstance(raw_questions, list) or not 1 <= len(raw_questions) <= MAX_QUESTIONS:
             raise _fail(
-                "questions", f"expected a list of 1 to {MAX_QUESTIONS} questions, got {raw_questions!r}"
+                "questions",
+                f"expected a list of 1 to {MAX_QUESTIONS} questions, got {raw_questions!r}",
             )
         questions: dict[str, Question] = {}
         for i, raw in enumerate(raw_questions):

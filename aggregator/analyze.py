@@ -1,0 +1,103 @@
+"""Offline re-analysis: tally exported reports and estimate exactly as the service does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from deniable.aggregator.estimate import results_document, z_value
+from deniable.shared import ReportError, Survey, canonical_json
+from deniable.shared.report import check_answers, parse_report
+
+
+def as_survey(survey: Survey | Mapping[str, Any]) -> Survey:
+    """A Survey from a Survey, a survey document (resolved or not) or {"survey": ..., "survey_hash": ...}."""
+    if isinstance(survey, Survey):
+        return survey
+    doc = dict(survey)
+    if isinstance(doc.get("survey"), dict) and "questions" not in doc:
+        published = Survey.from_dict(doc["survey"])
+        expected = doc.get("survey_hash")
+        if expected is not None and expected != published.hash:
+            raise ReportError("survey_hash: the published hash does not match the survey it came with")
+        return published
+    return Survey.from_dict(doc)
+
+
+def _records(reports: Iterable[Any] | str | bytes) -> Iterator[tuple[int, Any]]:
+    """(line number, report) pairs from dicts, JSON strings, or a whole JSON-lines text."""
+    if isinstance(reports, bytes):
+        reports = reports.decode("utf-8")
+    if isinstance(reports, str):
+        reports = reports.splitlines()
+    for line, item in enumerate(reports, start=1):
+        if isinstance(item, bytes):
+            item = item.decode("utf-8")
+        if isinstance(item, str):
+            if not item.strip():
+                continue
+            try:
+                item = json.loads(item)
+            except json.JSONDecodeError as exc:
+                raise ReportError(f"report on line {line}: not JSON ({exc.msg})") from None
+        yield line, item
+
+
+def tally(
+    survey: Survey, reports: Iterable[Any] | str | bytes, *, verify: bool = True
+) -> tuple[int, dict[str, list[int]]]:
+    """(n, support counts per question) of valid reports, each counted once as the service does.
+
+    Every report is checked like ingestion checks it (structure, survey and hash, answers,
+    signature); a bad one raises ReportError naming its line and report_id. A report sent again
+    (same report_id, same content) counts once; a different report under a seen report_id or
+    public key is an error, since the service would never have stored both.
+    """
+    survey_hash = survey.hash
+    support = {qid: [0] * q.k for qid, q in survey.questions.items()}
+    seen_ids: dict[str, bytes] = {}
+    seen_keys: set[str] = set()
+    n = 0
+    for line, raw in _records(reports):
+        rid = raw.get("report_id") if isinstance(raw, dict) else None
+        where = f"report on line {line}" + (f" ({rid})" if isinstance(rid, str) else "")
+        try:
+            # parse_report(report, survey) with the survey hash computed once, not per report.
+            report = parse_report(raw, None, verify=verify)
+            if report["survey"] != survey.id:
+                raise ReportError(f"survey: report is for {report['survey']!r}, not {survey.id!r}")
+            if report["survey_hash"] != survey_hash:
+                raise ReportError("survey_hash: does not match the survey as published")
+            check_answers(survey, report["answers"])
+        except ReportError as exc:
+            raise ReportError(f"{where}: {exc}") from None
+        body = canonical_json(report)
+        if rid in seen_ids:
+            if seen_ids[rid] == body:
+                continue
+            raise ReportError(f"{where}: report_id already used by a different report")
+        if report["public_key"] in seen_keys:
+            raise ReportError(f"{where}: a second report from the same public key")
+        seen_ids[rid] = body
+        seen_keys.add(report["public_key"])
+        n += 1
+        for qid, question in survey.questions.items():
+            for v in question.supports(report["answers"][qid]):
+                support[qid][v] += 1
+    return n, support
+
+
+def analyze(
+    survey: Survey | Mapping[str, Any],
+    reports: Iterable[Any] | str | bytes,
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+) -> dict[str, Any]:
+    """The results JSON of a list of reports (e.g. a reports.jsonl export), as the service gives it."""
+    z_value(confidence)
+    resolved = as_survey(survey)
+    n, support = tally(resolved, reports)
+    return results_document(
+        resolved, n, support, confidence=confidence, simultaneous=simultaneous
+    )

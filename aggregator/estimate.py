@@ -1,0 +1,248 @@
+"""Estimation from tallies: unbiased frequencies, standard errors, intervals and a display share.
+
+Everything here reads only n and the support counts, so its cost does not grow with n. The
+formulas are DESIGN's (Mechanisms, Results): per option v with its own (p*, q*),
+
+    lambda = C_v / n,   estimate = (lambda - q*) / (p* - q*),
+    stderr = sqrt(lambda (1 - lambda) / ((n - 1) (p* - q*)^2))    (the sampling term included),
+
+the interval is the Wilson score interval for lambda mapped through the same affine map and
+clipped to [0, 1], and `share` is the maximum-likelihood distribution (EM) for display.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import operator
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from deniable.shared.survey import Question, Survey
+
+#: EM stops when no entry of the share moves by more than this, or after MAX_ROUNDS rounds.
+EM_TOLERANCE = 1e-10
+EM_MAX_ROUNDS = 10_000
+
+CSV_COLUMNS = ("question", "option", "support", "estimate", "stderr", "ci_low", "ci_high", "count", "share")
+
+
+def z_value(confidence: float, m: int = 1) -> float:
+    """The two-sided normal quantile for `confidence`, Bonferroni-corrected over m estimates."""
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not math.isfinite(confidence)
+        or not 0 < confidence < 1
+    ):
+        raise ValueError(f"confidence: expected a number strictly between 0 and 1, got {confidence!r}")
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"m: expected a positive number of estimates, got {m!r}")
+    alpha = (1.0 - float(confidence)) / m
+    return NormalDist().inv_cdf(1.0 - alpha / 2.0)
+
+
+def free_estimates(question: Question) -> int:
+    """How many estimates of a question are free: k, but 1 for a binary question (no = 1 - yes)."""
+    return 1 if question.type == "binary" else question.k
+
+
+def option_stats(
+    support: np.ndarray, n: np.ndarray | int, p: np.ndarray | float, q: np.ndarray | float, z: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(estimate, stderr, ci_low, ci_high) arrays for support counts; broadcasts over trials.
+
+    Needs n >= 1; stderr is NaN where n = 1 (the caller turns that into null). Vectorized so the
+    statistical tests run the very code the service runs over many simulated tallies at once.
+    """
+    c = np.asarray(support, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    gap = np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    lam = c / n
+    estimate = (lam - q) / gap
+    spread = lam * (1.0 - lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stderr = np.sqrt(spread / ((n - 1.0) * gap * gap))
+    stderr = np.where(n > 1, stderr, np.nan)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (lam + z2 / (2.0 * n)) / denom
+    half = (z / denom) * np.sqrt(spread / n + z2 / (4.0 * n * n))
+    low = np.clip(((centre - half) - q) / gap, 0.0, 1.0)
+    high = np.clip(((centre + half) - q) / gap, 0.0, 1.0)
+    return estimate, stderr, low, high
+
+
+def em_share(
+    support: Sequence[int] | np.ndarray,
+    p: float,
+    q: float,
+    *,
+    tolerance: float = EM_TOLERANCE,
+    max_rounds: int = EM_MAX_ROUNDS,
+) -> np.ndarray:
+    """The maximum-likelihood distribution given support counts, by the iterative Bayesian update.
+
+    Exactly DESIGN's: o = C / sum(C), A = (p* - q*) I + q* J, start uniform, repeat
+    s_v <- s_v * sum_u A_uv o_u / (A s)_u until no entry moves by more than `tolerance`.
+    All-zero counts (possible with oue) carry no information: the share stays uniform.
+    """
+    c = np.asarray(support, dtype=np.float64)
+    k = c.size
+    s = np.full(k, 1.0 / k)
+    total = c.sum()
+    if total <= 0:
+        return s
+    o = c / total
+    gap = p - q
+    for _ in range(max_rounds):
+        # A s and A^T w without building A: A is gap * I plus q in every entry.
+        w = o / (gap * s + q * s.sum())
+        new = s * (gap * w + q * w.sum())
+        moved = np.max(np.abs(new - s))
+        s = new
+        if moved <= tolerance:
+            break
+    return s
+
+
+def _num(x: float) -> float | None:
+    """A plain float for JSON, or None where the value is undefined (never NaN or inf)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _counts(question: Question, n: int, raw: Sequence[int] | None) -> list[int]:
+    """The k support counts of a question, checked against n."""
+    k = question.k
+    if raw is None:
+        if n == 0:
+            return [0] * k
+        raise ValueError(f"{question.id}: no support counts given for n = {n}")
+    try:
+        counts = [operator.index(c) for c in raw]
+    except TypeError:
+        raise ValueError(f"{question.id}: support counts must be integers, got {raw!r}") from None
+    if len(counts) != k:
+        raise ValueError(f"{question.id}: expected {k} support counts, got {len(counts)}")
+    if any(not 0 <= c <= n for c in counts):
+        raise ValueError(f"{question.id}: every support count must lie in [0, {n}], got {counts}")
+    if question.mechanism != "oue" and sum(counts) != n:
+        # Every rr, coins or grr report supports exactly one option.
+        raise ValueError(f"{question.id}: support counts {counts} do not add up to n = {n}")
+    return counts
+
+
+def _exact_estimates(question: Question, n: int, counts: Sequence[int]) -> list[Fraction]:
+    """(C_v/n - q*)/(p* - q*) per option with its own pair, in exact arithmetic.
+
+    Exact so the published numbers are the correctly rounded values (0.35 yes with fair coins
+    is 0.2, not 0.19999999999999996) and binary no is exactly 1 - yes, as DESIGN says.
+    """
+    pairs = question.randomizer.option_pairs()
+    return [(Fraction(c, n) - q) / (p - q) for c, (p, q) in zip(counts, pairs, strict=True)]
+
+
+def question_results(question: Question, n: int, counts: Sequence[int], z: float) -> dict[str, Any]:
+    """The results entry of one question from its n and support counts (see results_document)."""
+    pairs = question.randomizer.option_pairs()
+    c = np.asarray(counts, dtype=np.float64)
+    k = question.k
+    exact: list[Fraction | None] = [None] * k
+    if n == 0:
+        stderr = share = np.full(k, np.nan)
+        low, high = np.zeros(k), np.ones(k)
+    elif question.type == "binary":
+        exact = list(_exact_estimates(question, n, counts))
+        # The interval and stderr of yes; no mirrors them (same stderr, interval 1 - yes's),
+        # which is what no's complementary pair (1 - q*, 1 - p*) gives.
+        p, q = float(pairs[1][0]), float(pairs[1][1])
+        _, se, lo, hi = option_stats(c[1], n, p, q, z)
+        stderr = np.array([se, se])
+        low, high = np.array([1.0 - hi, lo]), np.array([1.0 - lo, hi])
+        yes = min(max(exact[1], Fraction(0)), Fraction(1))
+        share = np.array([float(1 - yes), float(yes)])
+    else:
+        exact = list(_exact_estimates(question, n, counts))
+        p = np.array([float(a) for a, _ in pairs])
+        q = np.array([float(b) for _, b in pairs])
+        _, stderr, low, high = option_stats(c, n, p, q, z)
+        share = em_share(c, float(pairs[0][0]), float(pairs[0][1]))
+    options = []
+    for v, label in enumerate(question.options):
+        f = exact[v]
+        options.append(
+            {
+                "option": label,
+                "support": int(counts[v]),
+                "estimate": None if f is None else float(f),
+                "stderr": _num(stderr[v]),
+                "ci_low": float(low[v]),
+                "ci_high": float(high[v]),
+                "count": 0.0 if f is None else float(n * f),
+                "share": _num(share[v]),
+            }
+        )
+    return {
+        "id": question.id,
+        "type": question.type,
+        "mechanism": question.mechanism,
+        "epsilon": float(question.epsilon),
+        "n": n,
+        "p_star": question.p_star,
+        "q_star": question.q_star,
+        "options": options,
+    }
+
+
+def results_document(
+    survey: Survey,
+    n: int,
+    support: Mapping[str, Sequence[int]],
+    *,
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+) -> dict[str, Any]:
+    """DESIGN's results JSON from the number of reports and each question's support counts.
+
+    `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no").
+    With `simultaneous`, intervals use a Bonferroni level over the question's free estimates:
+    alpha/k for a categorical question; none for a binary one, whose single free estimate is
+    yes (no = 1 - yes). Edge cases: n = 0 gives null estimate, stderr and share, the interval
+    [0, 1] and count 0; n = 1 gives a null stderr (n - 1 = 0) but an estimate and a Wilson
+    interval. Every number is a plain float or int (json.dumps works) and never NaN or inf.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n: expected a non-negative integer, got {n!r}")
+    z_value(confidence)
+    questions = []
+    for qid, question in survey.questions.items():
+        counts = _counts(question, n, support.get(qid))
+        z = z_value(confidence, free_estimates(question) if simultaneous else 1)
+        questions.append(question_results(question, n, counts, z))
+    return {
+        "survey": survey.id,
+        "survey_hash": survey.hash,
+        "n": n,
+        "confidence": float(confidence),
+        "simultaneous": bool(simultaneous),
+        "questions": questions,
+    }
+
+
+def results_csv(doc: Mapping[str, Any]) -> str:
+    """The results as CSV, one row per option, with DESIGN's columns; null is an empty cell."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for question in doc["questions"]:
+        for option in question["options"]:
+            row = [question["id"]] + [option[col] for col in CSV_COLUMNS[1:]]
+            writer.writerow(["" if cell is None else cell for cell in row])
+    return out.getvalue()

@@ -1,0 +1,147 @@
+"""Reports: canonical JSON, Ed25519 signatures, strict parsing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from deniable.shared import (
+    ReportError,
+    Survey,
+    canonical_json,
+    make_report,
+    parse_report,
+    sign_report,
+    signed_bytes,
+)
+from deniable.shared.report import hour_now
+from deniable.shared.signing import generate_key, public_key_text, verify
+
+TRUTH = {"smokes": "no", "cannabis": "yes", "party": "B", "region": 4}
+
+
+@pytest.fixture
+def survey(doc) -> Survey:
+    return Survey.from_dict(doc)
+
+
+@pytest.fixture
+def report(survey):
+    return make_report(survey, TRUTH, generate_key())
+
+
+def test_canonical_json_is_designs_encoding():
+    obj = {"b": [1, "ä"], "a": {"z": 1, "y": None}}
+    assert canonical_json(obj) == '{"a":{"y":null,"z":1},"b":[1,"ä"]}'.encode()
+
+
+def test_a_made_report_parses_and_verifies(survey, report):
+    assert set(report) == {
+        "v",
+        "survey",
+        "survey_hash",
+        "answers",
+        "report_id",
+        "sent_at",
+        "public_key",
+        "signature",
+    }
+    assert report["survey_hash"] == survey.hash
+    assert uuid.UUID(report["report_id"]).version == 4
+    assert parse_report(json.loads(json.dumps(report)), survey) == report
+
+
+def test_the_signature_covers_every_other_field(report):
+    assert verify(report["public_key"], report["signature"], signed_bytes(report))
+    assert signed_bytes(report) == canonical_json(
+        {k: v for k, v in report.items() if k != "signature"}
+    )
+
+
+def test_sent_at_is_truncated_to_the_hour(report):
+    assert report["sent_at"].endswith(":00:00Z")
+    assert hour_now(datetime(2026, 11, 22, 18, 47, 13, tzinfo=UTC)) == "2026-11-22T18:00:00Z"
+
+
+def test_report_holds_no_true_answer_or_float(report):
+    for value in report["answers"].values():
+        assert type(value) in (int, str)
+    assert "region 4" not in json.dumps(report)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda r: r["answers"].update(smokes=1 - r["answers"]["smokes"]),
+        lambda r: r.update(report_id=str(uuid.uuid4())),
+        lambda r: r.update(sent_at="2020-01-01T00:00:00Z"),
+        lambda r: r.update(public_key=public_key_text(generate_key())),
+    ],
+)
+def test_a_tampered_report_fails_verification(survey, report, tamper):
+    bad = copy.deepcopy(report)
+    tamper(bad)
+    with pytest.raises(ReportError, match="signature: does not verify"):
+        parse_report(bad, survey)
+
+
+def test_a_report_re_signed_by_another_key_fails_under_the_original_key(survey, report):
+    resigned = sign_report(report, generate_key())
+    assert parse_report(resigned, survey)  # valid on its own, for the new key
+    resigned["public_key"] = report["public_key"]
+    with pytest.raises(ReportError, match="signature"):
+        parse_report(resigned, survey)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("signature"), r"^signature: missing field"),
+        (lambda r: r.update(extra=1), r"^extra: unknown field"),
+        (lambda r: r.update(v=2), r"^v: unsupported version"),
+        (lambda r: r.update(v=1.0), r"^v: unsupported version"),
+        (lambda r: r.update(survey_hash="00" * 31), r"^survey_hash: expected 64"),
+        (lambda r: r.update(report_id="not-a-uuid"), r"^report_id: expected a lower-case UUID4"),
+        (
+            lambda r: r.update(sent_at="2026-11-22T18:47:00Z"),
+            r"^sent_at: expected a UTC time truncated to the hour",
+        ),
+        (lambda r: r.update(sent_at="2026-13-22T18:00:00Z"), r"^sent_at: not a real time"),
+        (lambda r: r.update(public_key="a" * 200), r"^public_key: expected"),
+        (lambda r: r.update(answers=[]), r"^answers: expected a non-empty object"),
+        (lambda r: r["answers"].update(smokes=1.0), r"^answers\.smokes: floats are not allowed"),
+        (lambda r: r["answers"].update(smokes=True), r"^answers\.smokes: expected an option index"),
+        (lambda r: r["answers"].update(smokes=None), r"^answers\.smokes: expected an option index"),
+        (lambda r: r["answers"].update(smokes=2), r"^answers\.smokes: expected 0 or 1, got 2"),
+        (
+            lambda r: r["answers"].update(party=4),
+            r"^answers\.party: expected an option index from 0 to 3",
+        ),
+        (lambda r: r["answers"].update(region="01"), r"^answers\.region: expected a string of 16"),
+        (lambda r: r["answers"].update(weight=1), r"^answers\.weight: no such question"),
+        (lambda r: r["answers"].pop("party"), r"^answers\.party: missing"),
+        (lambda r: r.update(survey_hash="0" * 64), r"^survey_hash: does not match"),
+        (lambda r: r.update(survey="other-survey"), r"^survey: report is for 'other-survey'"),
+    ],
+)
+def test_strict_parsing_names_the_reason(survey, report, change, message):
+    bad = copy.deepcopy(report)
+    change(bad)
+    with pytest.raises(ReportError, match=message):
+        parse_report(bad, survey)
+
+
+@pytest.mark.parametrize("bad", [None, [], "report", 7])
+def test_a_report_must_be_an_object(bad):
+    with pytest.raises(ReportError, match="JSON object"):
+        parse_report(bad)
+
+
+def test_public_key_must_be_32_bytes(survey, report):
+    bad = dict(report, public_key=report["public_key"][:-2])
+    with pytest.raises(ReportError, match="public_key: not a 32-byte Ed25519 public key"):
+        parse_report(bad, survey)

@@ -21,7 +21,7 @@ from itertools import product
 from typing import ClassVar
 
 from deniable.shared.probability import (
-    bernoulli,
+    Coin,
     format_probability,
     parse_probability,
     round_down,
@@ -188,6 +188,7 @@ class RR(_BinaryMechanism):
         if not HALF < keep < 1:
             raise ValueError(f"rr.keep must lie strictly between 1/2 and 1, got {keep}")
         self.keep = Fraction(keep)
+        self._keep = Coin(self.keep)
 
     @classmethod
     def from_epsilon(cls, *, epsilon: float) -> RR:
@@ -207,7 +208,7 @@ class RR(_BinaryMechanism):
         return {"keep": self.keep}
 
     def randomize(self, index: int) -> Encoded:
-        return index if bernoulli(self.keep) else 1 - index
+        return index if self._keep.flip() else 1 - index
 
 
 class Coins(_BinaryMechanism):
@@ -224,6 +225,7 @@ class Coins(_BinaryMechanism):
             raise ValueError(f"coins.yes must lie strictly between 0 and 1, got {yes}")
         self.truth = Fraction(truth)
         self.yes = Fraction(yes)
+        self._truth, self._yes = Coin(self.truth), Coin(self.yes)
 
     @property
     def p_star(self) -> Fraction:
@@ -237,9 +239,9 @@ class Coins(_BinaryMechanism):
         return {"truth": self.truth, "yes": self.yes}
 
     def randomize(self, index: int) -> Encoded:
-        if bernoulli(self.truth):
+        if self._truth.flip():
             return index
-        return 1 if bernoulli(self.yes) else 0
+        return 1 if self._yes.flip() else 0
 
 
 class GRR(Mechanism):
@@ -254,6 +256,7 @@ class GRR(Mechanism):
         if not Fraction(1, k) < keep < 1:
             raise ValueError(f"grr.keep must lie strictly between 1/{k} and 1, got {keep}")
         self.keep = Fraction(keep)
+        self._keep = Coin(self.keep)
 
     @classmethod
     def from_epsilon(cls, k: int, *, epsilon: float) -> GRR:
@@ -278,7 +281,7 @@ class GRR(Mechanism):
         return {"keep": self.keep}
 
     def randomize(self, index: int) -> Encoded:
-        if bernoulli(self.keep):
+        if self._keep.flip():
             return index
         other = uniform_index(self.k - 1)
         return other if other < index else other + 1
@@ -312,6 +315,7 @@ class OUE(Mechanism):
             raise ValueError(f"oue needs 0 < q < p < 1, got p={p}, q={q}")
         self.p = Fraction(p)
         self.q = Fraction(q)
+        self._p, self._q = Coin(self.p), Coin(self.q)
 
     @classmethod
     def from_epsilon(cls, k: int, *, epsilon: float) -> OUE:
@@ -336,9 +340,10 @@ class OUE(Mechanism):
         return {"p": self.p, "q": self.q}
 
     def randomize(self, index: int) -> Encoded:
-        return "".join(
-            "1" if bernoulli(self.p if i == index else self.q) else "0" for i in range(self.k)
-        )
+        q = self._q
+        bits = ["1" if q.flip() else "0" for _ in range(self.k)]
+        bits[index] = "1" if self._p.flip() else "0"
+        return "".join(bits)
 
     def validate(self, encoded: object) -> Encoded:
         if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":

@@ -1,13 +1,16 @@
 """Exact probabilities and unpredictable sampling.
 
-Probabilities are held as `fractions.Fraction`; coins are drawn from `secrets` by comparing
-integers, so a sample is exact and cannot be predicted from earlier ones.
+Probabilities are held as `fractions.Fraction`; coins are drawn from `secrets` (the operating
+system's CSPRNG) by comparing integers, so a sample is exact and cannot be predicted from
+earlier ones. Never `random`, never numpy.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import secrets
+import threading
 from fractions import Fraction
 
 #: Probabilities derived from an epsilon are rounded to this many decimals, towards more privacy.
@@ -76,11 +79,71 @@ def round_up(x: float) -> Fraction:
     return Fraction(math.ceil(x * _SCALE), _SCALE)
 
 
+_POOL_BYTES = 256
+
+
+class _SecurePool(threading.local):
+    """Bits from `secrets.token_bytes`, fetched 2048 at a time: one system call serves many
+    coins. Per thread, and emptied in a forked child so that no two processes share bits."""
+
+    def __init__(self) -> None:
+        self.pool = 0
+        self.bits = 0
+
+
+_state = _SecurePool()
+
+
+def _forget_in_child() -> None:
+    _state.pool, _state.bits = 0, 0
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def random_bits(k: int) -> int:
+    """k fresh uniformly random bits from the secure source (each bit is used once)."""
+    state = _state
+    if k > _POOL_BYTES * 8:
+        return secrets.randbits(k)
+    if state.bits < k:
+        state.pool = int.from_bytes(secrets.token_bytes(_POOL_BYTES), "little")
+        state.bits = _POOL_BYTES * 8
+    value = state.pool & ((1 << k) - 1)
+    state.pool >>= k
+    state.bits -= k
+    return value
+
+
+def randbelow(n: int) -> int:
+    """A uniform integer in [0, n), by rejection sampling of secure bits (exact, like secrets)."""
+    k = n.bit_length()
+    value = random_bits(k)
+    while value >= n:
+        value = random_bits(k)
+    return value
+
+
 def bernoulli(p: Fraction) -> bool:
-    """True with probability exactly p, from the operating system's secure random source."""
-    return secrets.randbelow(p.denominator) < p.numerator
+    """True with probability exactly p: an integer comparison on secure random bits."""
+    return randbelow(p.denominator) < p.numerator
+
+
+class Coin:
+    """A biased coin that lands heads with probability exactly `p` (integers kept for speed)."""
+
+    __slots__ = ("den", "num", "p")
+
+    def __init__(self, p: Fraction) -> None:
+        self.p = p
+        self.num = p.numerator
+        self.den = p.denominator
+
+    def flip(self) -> bool:
+        """Heads with probability exactly p, from secure random bits."""
+        return randbelow(self.den) < self.num
 
 
 def uniform_index(k: int) -> int:
     """A uniformly random integer in [0, k) from the secure random source."""
-    return secrets.randbelow(k)
+    return randbelow(k)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +18,7 @@ from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.mechanisms import Encoded
+from deniable.shared.probability import random_bits
 from deniable.shared.survey import SURVEY_ID, Survey
 
 VERSION = 1
@@ -43,8 +43,8 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 def hour_now(now: datetime | None = None) -> str:
     """The current time truncated to the hour, as sent_at wants it (a finer time links people)."""
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
-    return moment.replace(minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    m = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:00:00Z"
 
 
 def parse_sent_at(text: str) -> datetime:
@@ -52,15 +52,27 @@ def parse_sent_at(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
+def new_report_id() -> str:
+    """A random UUID4 (lower-case text) from the secure source."""
+    n = random_bits(128)
+    n = (n & ~(0xF000 << 64)) | (0x4000 << 64)
+    n = (n & ~(0xC000 << 48)) | (0x8000 << 48)
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def signed_bytes(report: Mapping[str, Any]) -> bytes:
     """The bytes a report's signature covers: canonical JSON of every field but `signature`."""
     return canonical_json({k: v for k, v in report.items() if k != "signature"})
 
 
-def sign_report(unsigned: Mapping[str, Any], key: Ed25519PrivateKey) -> dict[str, Any]:
-    """The report with `public_key` set to key's and `signature` added."""
+def sign_report(
+    unsigned: Mapping[str, Any], key: Ed25519PrivateKey, *, public_key: str | None = None
+) -> dict[str, Any]:
+    """The report with `public_key` set to key's and `signature` added (`public_key` may be
+    passed when the caller already holds key's public half as text, to save deriving it)."""
     body = {k: v for k, v in unsigned.items() if k not in ("public_key", "signature")}
-    body["public_key"] = signing.public_key_text(key)
+    body["public_key"] = public_key or signing.public_key_text(key)
     body["signature"] = signing.sign(key, signed_bytes(body))
     return body
 
@@ -72,18 +84,30 @@ def build_report(
     *,
     report_id: str | None = None,
     sent_at: str | None = None,
+    public_key: str | None = None,
 ) -> dict[str, Any]:
     """A signed report of already randomized (encoded) answers, checked against the survey."""
+    check_answers(survey, answers)
+    return _signed(survey, answers, key, report_id, sent_at, public_key)
+
+
+def _signed(
+    survey: Survey,
+    answers: Mapping[str, Encoded],
+    key: Ed25519PrivateKey,
+    report_id: str | None,
+    sent_at: str | None,
+    public_key: str | None,
+) -> dict[str, Any]:
     report = {
         "v": VERSION,
         "survey": survey.id,
         "survey_hash": survey.hash,
         "answers": dict(answers),
-        "report_id": report_id or str(uuid.uuid4()),
+        "report_id": report_id or new_report_id(),
         "sent_at": sent_at or hour_now(),
     }
-    check_answers(survey, report["answers"])
-    return sign_report(report, key)
+    return sign_report(report, key, public_key=public_key)
 
 
 def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, Encoded]:
@@ -101,10 +125,17 @@ def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, 
 
 
 def make_report(
-    survey: Survey, truth: Mapping[str, object], key: Ed25519PrivateKey, **kwargs: Any
+    survey: Survey,
+    truth: Mapping[str, object],
+    key: Ed25519PrivateKey,
+    *,
+    report_id: str | None = None,
+    sent_at: str | None = None,
+    public_key: str | None = None,
 ) -> dict[str, Any]:
     """Randomize true answers and return the signed report (what a device sends)."""
-    return build_report(survey, randomize_answers(survey, truth), key, **kwargs)
+    answers = randomize_answers(survey, truth)
+    return _signed(survey, answers, key, report_id, sent_at, public_key)
 
 
 def check_answers(survey: Survey, answers: object) -> dict[str, Encoded]:

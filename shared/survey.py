@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -80,6 +81,10 @@ class Question:
     randomizer: Mechanism
     requested: str = field(default="")
 
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self._options)}
+
     @property
     def options(self) -> list[str]:
         """Option labels in order; a binary question has ["no", "yes"]."""
@@ -109,6 +114,8 @@ class Question:
     def index_of(self, value: object) -> int:
         """The option index of a true answer: a label or an index (and yes/no, True/False,
         1/0 for binary questions). Raises SurveyError saying what is allowed."""
+        if isinstance(value, str) and value in self._index:
+            return self._index[value]
         if self.type == "binary" and isinstance(value, bool):
             return int(value)
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < self.k:
@@ -278,13 +285,14 @@ class Survey:
     closes_at: datetime | None = None
     description: str | None = None
 
-    @property
+    @cached_property
     def epsilon(self) -> float:
         """Total privacy loss of answering every question (sequential composition)."""
         return math.fsum(q.epsilon for q in self.questions.values())
 
-    @property
+    @cached_property
     def hash(self) -> str:
+        """sha256 hex of the canonical JSON of the resolved form (a survey never changes)."""
         return sha256_hex(canonical_json(self.to_dict()))
 
     def is_closed(self, now: datetime | None = None) -> bool:

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RUFF = Path(sys.executable).parent / "ruff"
 
 
-@pytest.mark.parametrize("line", ["import shared", "from client import Client", "import aggregator.app"])
+@pytest.mark.parametrize(
+    "line", ["import shared", "from client import Client", "import aggregator.app"]
+)
 def test_ruff_bans_bare_folder_imports(line):
     result = subprocess.run(
         [str(RUFF), "check", "--no-cache", "--stdin-filename", "client/example.py", "-"],

@@ -145,3 +145,29 @@ def test_public_key_must_be_32_bytes(survey, report):
     bad = dict(report, public_key=report["public_key"][:-2])
     with pytest.raises(ReportError, match="public_key: not a 32-byte Ed25519 public key"):
         parse_report(bad, survey)
+
+
+def test_report_ids_are_random_uuid4s():
+    from deniable.shared.report import new_report_id
+
+    ids = {new_report_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for rid in list(ids)[:200]:
+        parsed = uuid.UUID(rid)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, rid)
+
+
+def test_forked_children_draw_different_coins():
+    import os
+
+    from deniable.shared.probability import random_bits
+
+    random_bits(8)  # fill this process's pool before forking
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, random_bits(64).to_bytes(8, "little"))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = int.from_bytes(os.read(read, 8), "little")
+    assert child != random_bits(64)

@@ -11,8 +11,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import UTC, datetime
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 

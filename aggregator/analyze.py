@@ -8,7 +8,7 @@ from typing import Any
 
 from deniable.aggregator.estimate import results_document, z_value
 from deniable.shared import ReportError, Survey, canonical_json
-from deniable.shared.report import check_answers, parse_report
+from deniable.shared.report import check_answers, parse_report, verify_report
 
 
 def as_survey(survey: Survey | Mapping[str, Any]) -> Survey:
@@ -20,7 +20,9 @@ def as_survey(survey: Survey | Mapping[str, Any]) -> Survey:
         published = Survey.from_dict(doc["survey"])
         expected = doc.get("survey_hash")
         if expected is not None and expected != published.hash:
-            raise ReportError("survey_hash: the published hash does not match the survey it came with")
+            raise ReportError(
+                "survey_hash: the published hash does not match the survey it came with"
+            )
         return published
     return Survey.from_dict(doc)
 
@@ -64,12 +66,14 @@ def tally(
         where = f"report on line {line}" + (f" ({rid})" if isinstance(rid, str) else "")
         try:
             # parse_report(report, survey) with the survey hash computed once, not per report.
-            report = parse_report(raw, None, verify=verify)
+            report = parse_report(raw, None, verify=False)
             if report["survey"] != survey.id:
                 raise ReportError(f"survey: report is for {report['survey']!r}, not {survey.id!r}")
             if report["survey_hash"] != survey_hash:
                 raise ReportError("survey_hash: does not match the survey as published")
             check_answers(survey, report["answers"])
+            if verify:
+                verify_report(report)
         except ReportError as exc:
             raise ReportError(f"{where}: {exc}") from None
         body = canonical_json(report)
@@ -98,6 +102,4 @@ def analyze(
     z_value(confidence)
     resolved = as_survey(survey)
     n, support = tally(resolved, reports)
-    return results_document(
-        resolved, n, support, confidence=confidence, simultaneous=simultaneous
-    )
+    return results_document(resolved, n, support, confidence=confidence, simultaneous=simultaneous)

@@ -29,7 +29,17 @@ from deniable.shared.survey import Question, Survey
 EM_TOLERANCE = 1e-10
 EM_MAX_ROUNDS = 10_000
 
-CSV_COLUMNS = ("question", "option", "support", "estimate", "stderr", "ci_low", "ci_high", "count", "share")
+CSV_COLUMNS = (
+    "question",
+    "option",
+    "support",
+    "estimate",
+    "stderr",
+    "ci_low",
+    "ci_high",
+    "count",
+    "share",
+)
 
 
 def z_value(confidence: float, m: int = 1) -> float:
@@ -40,7 +50,9 @@ def z_value(confidence: float, m: int = 1) -> float:
         or not math.isfinite(confidence)
         or not 0 < confidence < 1
     ):
-        raise ValueError(f"confidence: expected a number strictly between 0 and 1, got {confidence!r}")
+        raise ValueError(
+            f"confidence: expected a number strictly between 0 and 1, got {confidence!r}"
+        )
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ValueError(f"m: expected a positive number of estimates, got {m!r}")
     alpha = (1.0 - float(confidence)) / m

@@ -25,3 +25,15 @@ def test_ruff_bans_bare_folder_imports(line):
     )
     assert result.returncode == 1
     assert "TID251" in result.stdout and "never the bare folder name" in result.stdout
+
+
+def test_the_base_install_pulls_no_server_dependencies():
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    base = [Requirement(r) for r in requires("deniable") or []]
+    base_names = {r.name.lower() for r in base if r.marker is None}
+    assert base_names == {"requests", "cryptography", "click", "platformdirs"}
+    server = {r.name.lower() for r in base if r.marker and r.marker.evaluate({"extra": "aggregator"})}
+    assert {"flask", "numpy", "sqlite-utils"} <= server

@@ -1,0 +1,317 @@
+"""Ingestion throughput of the aggregator under gunicorn, beside its ceilings, in one run.
+
+    python benchmarks/ingest.py [--reports 6000] [--workers 1,2,4] [--batch 500]
+
+For each worker count it starts a real gunicorn on loopback with a fresh SQLite data dir and
+posts pre-signed reports from several load processes over keep-alive connections:
+
+- single: one report per POST, accepted reports/s and p50/p99 latency;
+- batched: {"reports": [...]} of --batch reports per POST, accepted reports/s;
+- bare Flask: the same bodies to a Flask app that only parses the JSON and answers 201;
+- Ed25519 verify ceiling: signatures verified per second by as many processes as workers.
+
+It prints single/bare-Flask and batched/verify-ceiling ratios (targets: 0.6 and 0.7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from deniable.shared import Survey, make_report
+from deniable.shared.signing import generate_key
+
+BIN = Path(sys.executable).parent
+SURVEY = {
+    "id": "bench",
+    "title": "Ingestion benchmark",
+    "questions": [
+        {"id": "smokes", "text": "Do you smoke?", "type": "binary", "epsilon": 1.0},
+        {
+            "id": "cannabis",
+            "text": "Cannabis?",
+            "type": "binary",
+            "mechanism": "coins",
+            "coins": {"truth": 0.5, "yes": 0.5},
+        },
+        {
+            "id": "party",
+            "text": "Party?",
+            "type": "categorical",
+            "options": ["A", "B", "C", "D"],
+            "epsilon": 2.0,
+        },
+        {
+            "id": "region",
+            "text": "Region?",
+            "type": "categorical",
+            "options": [f"r{i}" for i in range(16)],
+            "epsilon": 1.0,
+            "mechanism": "oue",
+        },
+    ],
+}
+
+BARE_APP = textwrap.dedent(
+    '''
+    from flask import Flask, jsonify, request
+
+    def create_app():
+        app = Flask(__name__)
+
+        @app.post("/api/v1/reports")
+        def reports():
+            body = request.get_json()
+            if isinstance(body, dict) and "reports" in body:
+                return jsonify({"results": [{"report_id": r.get("report_id"), "result": "accepted"}
+                                            for r in body["reports"]]})
+            return jsonify({"report_id": body.get("report_id"), "result": "accepted"}), 201
+
+        return app
+    '''
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _sign_chunk(args: tuple[int, int]) -> list[bytes]:
+    survey = Survey.from_dict(SURVEY)
+    count, seed = args
+    truth = {"smokes": "no", "cannabis": "yes", "party": "B", "region": "r3"}
+    return [json.dumps(make_report(survey, truth, generate_key())).encode() for _ in range(count)]
+
+
+def make_bodies(count: int) -> list[bytes]:
+    """`count` reports, each signed by its own fresh key, serialized once."""
+    chunks = [(count // 8 + (i < count % 8), i) for i in range(8)]
+    with mp.get_context("fork").Pool(2) as pool:
+        return [body for chunk in pool.map(_sign_chunk, chunks) for body in chunk]
+
+
+class Server:
+    """A gunicorn process on a free loopback port, stopped on exit."""
+
+    def __init__(self, app: str, workers: int, env: dict[str, str], cwd: Path | None = None):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [
+                str(BIN / "gunicorn"),
+                "--workers",
+                str(workers),
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--backlog",
+                "2048",
+                "--log-level",
+                "warning",
+                app,
+            ],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def wait(self, path: str) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", path)
+                if conn.getresponse().status < 500:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not start: {self.proc.stderr.read().decode()[-2000:]}")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _post_all(port: int, bodies: Sequence[bytes], queue: Any) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Content-Type": "application/json"}
+    latencies, accepted = [], 0
+    for body in bodies:
+        start = time.perf_counter()
+        conn.request("POST", "/api/v1/reports", body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        latencies.append(time.perf_counter() - start)
+        if response.status == 201:
+            accepted += 1
+        elif response.status == 200:
+            accepted += sum(r["result"] == "accepted" for r in json.loads(data).get("results", []))
+    queue.put((accepted, latencies))
+
+
+def load(port: int, bodies: Sequence[bytes], clients: int) -> dict[str, float]:
+    """Post every body from `clients` processes at once; accepted/s and latency percentiles."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    parts = [bodies[i::clients] for i in range(clients)]
+    procs = [ctx.Process(target=_post_all, args=(port, part, queue)) for part in parts]
+    start = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    found = [queue.get() for _ in procs]
+    elapsed = time.perf_counter() - start
+    for proc in procs:
+        proc.join()
+    accepted = sum(a for a, _ in found)
+    latencies = sorted(lat for _, lats in found for lat in lats)
+    return {
+        "accepted": accepted,
+        "per_second": accepted / elapsed,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+    }
+
+
+def _verify_loop(seconds: float, queue: Any) -> None:
+    key = generate_key()
+    public = key.public_key()
+    message = b"x" * 420
+    signature = key.sign(message)
+    count, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(200):
+            public.verify(signature, message)
+        count += 200
+    queue.put(count / seconds)
+
+
+def verify_ceiling(processes: int, seconds: float = 2.0) -> float:
+    """Ed25519 verifications per second by `processes` processes at once."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_verify_loop, args=(seconds, queue)) for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    rates = [queue.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return sum(rates)
+
+
+def run_aggregator(workers: int, bodies: Sequence[bytes], batch: int, clients: int, env: dict) -> dict:
+    data = Path(tempfile.mkdtemp(prefix="deniable-bench-"))
+    env = dict(env, DENIABLE_DATA_DIR=str(data))
+    try:
+        single_doc = dict(SURVEY)
+        (data / "survey.json").write_text(json.dumps(single_doc))
+        subprocess.run([str(BIN / "deniable-aggregator"), "init-db"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [str(BIN / "deniable-aggregator"), "create-survey", str(data / "survey.json")],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        half = len(bodies) // 2
+        server = Server("deniable.aggregator:create_app()", workers, env)
+        try:
+            server.wait("/healthz")
+            single = load(server.port, bodies[:half], clients)
+            batches = [
+                json.dumps({"reports": [json.loads(b) for b in bodies[half + i : half + i + batch]]}).encode()
+                for i in range(0, len(bodies) - half, batch)
+            ]
+            batched = load(server.port, batches, clients)
+        finally:
+            server.stop()
+        return {"single": single, "batched": batched}
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def run_bare(workers: int, bodies: Sequence[bytes], clients: int, env: dict) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="deniable-bare-"))
+    try:
+        (folder / "bare_app.py").write_text(BARE_APP)
+        server = Server("bare_app:create_app()", workers, dict(env, PYTHONPATH=str(folder)), cwd=folder)
+        try:
+            server.wait("/")
+            return load(server.port, bodies[: len(bodies) // 2], clients)
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reports", type=int, default=6000, help="reports per worker count (half single, half batched)")
+    parser.add_argument("--workers", default="1,2,4", help="gunicorn worker counts, comma-separated")
+    parser.add_argument("--batch", type=int, default=500, help="reports per batched POST")
+    parser.add_argument("--clients", type=int, default=4, help="load-generating processes")
+    parser.add_argument("--database-url", default=None, help="DENIABLE_DATABASE_URL (default: SQLite)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    if args.database_url:
+        env["DENIABLE_DATABASE_URL"] = args.database_url
+    command = "python benchmarks/ingest.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(f"# {command.strip()}")
+    print(f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, backend {'SQLite' if not args.database_url else args.database_url.split(':')[0]}")
+    rows = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        bodies = make_bodies(args.reports)
+        bare = run_bare(workers, bodies, args.clients, env)
+        agg = run_aggregator(workers, bodies, args.batch, args.clients, env)
+        ceiling = verify_ceiling(min(workers, os.cpu_count() or 1))
+        row = {
+            "workers": workers,
+            "single": agg["single"]["per_second"],
+            "single_p50_ms": agg["single"]["p50_ms"],
+            "single_p99_ms": agg["single"]["p99_ms"],
+            "batched": agg["batched"]["per_second"],
+            "bare_flask": bare["per_second"],
+            "verify_ceiling": ceiling,
+            "accepted": agg["single"]["accepted"] + agg["batched"]["accepted"],
+            "sent": len(bodies),
+        }
+        row["single_vs_bare"] = row["single"] / row["bare_flask"]
+        row["batched_vs_verify"] = row["batched"] / row["verify_ceiling"]
+        rows.append(row)
+    header = (
+        f"{'workers':>7} {'single/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'bare/s':>8} {'ratio':>6}"
+        f" {'batched/s':>10} {'verify/s':>9} {'ratio':>6} {'accepted':>9}"
+    )
+    print(header)
+    for r in rows:
+        print(
+            f"{r['workers']:>7} {r['single']:>9.0f} {r['single_p50_ms']:>7.2f} {r['single_p99_ms']:>7.2f}"
+            f" {r['bare_flask']:>8.0f} {r['single_vs_bare']:>6.2f} {r['batched']:>10.0f}"
+            f" {r['verify_ceiling']:>9.0f} {r['batched_vs_verify']:>6.2f} {r['accepted']:>5}/{r['sent']}"
+        )
+    print("targets: single/bare-Flask >= 0.60, batched/verify-ceiling >= 0.70, p99 < 50 ms")
+    if args.json:
+        args.json.write_text(json.dumps({"command": command, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

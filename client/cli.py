@@ -1,0 +1,319 @@
+"""The `deniable` command: answer, explain, status and sync, for respondents.
+
+Exit codes: 0 success, 1 a failure the user can act on (one line on stderr), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from deniable.client.client import Client
+from deniable.client.explain import explain_survey, question_lines, total_lines
+from deniable.client.http import client_version
+from deniable.client.receipt import Receipt
+from deniable.shared.errors import DeniableError, SurveyError
+from deniable.shared.mechanisms import Encoded
+from deniable.shared.survey import Question, Survey
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str) -> NoReturn:
+    """Print one line on stderr and exit 1."""
+    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    sys.exit(1)
+
+
+def edge(func: F) -> F:
+    """Turn every deliberate error into one line on stderr and exit 1 (never a traceback)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except DeniableError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}")
+        except Exception as exc:  # the edge: a bug still gets one line, not a traceback
+            if os.environ.get("DENIABLE_DEBUG"):
+                raise
+            fail(f"unexpected {type(exc).__name__}: {exc} (set DENIABLE_DEBUG=1 for details)")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def make_client(ctx: click.Context, url: str | None = None) -> Client:
+    """A Client from the group's --home and --epsilon-cap (or their environment variables)."""
+    home, cap = ctx.obj
+    return Client(url, home, epsilon_cap=cap)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(client_version(), "--version", "-V", prog_name="deniable")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="DENIABLE_HOME",
+    help="Where keys and the ledger live [env DENIABLE_HOME; default: the user data directory].",
+)
+@click.option(
+    "--epsilon-cap",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar="DENIABLE_EPSILON_CAP",
+    help="Most total epsilon to spend over all surveys [env DENIABLE_EPSILON_CAP; default 10].",
+)
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None, epsilon_cap: float | None) -> None:
+    """Answer local-differential-privacy surveys: your device randomizes every answer before
+    anything is sent, and keeps a ledger of the privacy (epsilon) you have spent."""
+    ctx.obj = (home, epsilon_cap)
+
+
+def parse_answers(
+    ctx: click.Context, param: click.Parameter, values: Sequence[str]
+) -> dict[str, str]:
+    """--answer ID=VALUE pairs as a dict."""
+    pairs: dict[str, str] = {}
+    for item in values:
+        qid, sep, value = item.partition("=")
+        if not sep or not qid.strip() or not value.strip():
+            raise click.BadParameter(f"expected ID=VALUE, got {item!r}", ctx, param)
+        pairs[qid.strip()] = value.strip()
+    return pairs
+
+
+@cli.command()
+@click.argument("url")
+@click.argument("survey_id", metavar="SURVEY")
+@click.option(
+    "--answer",
+    "-a",
+    "given",
+    multiple=True,
+    metavar="ID=VALUE",
+    callback=parse_answers,
+    help="A true answer: question id and option label (or 0-based index). Repeatable.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not prompt: every answer must be given.")
+@click.option("--invitation", metavar="CODE", help="Invitation code, for invite-only surveys.")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+@edge
+def answer(
+    ctx: click.Context,
+    url: str,
+    survey_id: str,
+    given: dict[str, str],
+    yes: bool,
+    invitation: str | None,
+    as_json: bool,
+) -> None:
+    """Answer SURVEY served at URL (asks for missing answers unless --yes)."""
+    with make_client(ctx, url) as client:
+        if client.receipt(survey_id) is not None:
+            if not as_json:
+                click.echo(
+                    f"You already answered {survey_id!r} on this device; nothing is randomized "
+                    "again: the stored report is used."
+                )
+            show_receipt(client.answer(survey_id, {}, invitation), None, as_json)
+            return
+        survey = client.fetch_survey(survey_id)
+        unknown = [qid for qid in given if qid not in survey.questions]
+        if unknown:
+            fail(
+                f"survey {survey.id!r} has no question {unknown[0]!r}; "
+                f"its questions: {', '.join(survey.questions)}"
+            )
+        missing = [qid for qid in survey.questions if qid not in given]
+        if missing and yes:
+            raise click.UsageError(
+                f"--yes needs every answer; missing --answer for {', '.join(missing)}"
+            )
+        truth: dict[str, object] = dict(given)
+        if not yes:
+            spent = client.status().epsilon_spent
+            truth.update(ask(survey, missing))
+            click.echo()
+            for line in total_lines(survey, spent=spent, cap=client.epsilon_cap):
+                click.echo(line)
+            click.confirm(
+                "Randomize these answers on this device and send them?", default=True, abort=True
+            )
+        show_receipt(client.answer(survey_id, truth, invitation), survey, as_json)
+
+
+def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
+    """Prompt for each missing answer, showing options and privacy cost in plain words."""
+    click.echo(f"{survey.title} ({survey.id})")
+    click.echo(
+        "Your device randomizes every answer before anything leaves it; the server only ever "
+        "sees the noisy answers."
+    )
+    answers: dict[str, str] = {}
+    for number, qid in enumerate(missing, start=1):
+        question = survey.questions[qid]
+        click.echo()
+        click.echo(f"{number}/{len(missing)}  {question.text}  [{qid}]")
+        click.echo(
+            "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
+        )
+        for line in question_lines(question):
+            click.echo(f"     {line}")
+        answers[qid] = click.prompt(
+            f"     Your answer (1-{question.k})",
+            value_proc=lambda text, q=question: option_of(q, text),
+        )
+    return answers
+
+
+def option_of(question: Question, text: str) -> str:
+    """An interactive answer (a 1-based number, a label, or y/n) as the option's label."""
+    value = text.strip()
+    if value.isdigit():
+        number = int(value)
+        if 1 <= number <= question.k:
+            return question.options[number - 1]
+        raise click.BadParameter(f"give a number from 1 to {question.k}")
+    if question.type == "binary" and value.casefold() in ("y", "n"):
+        return "yes" if value.casefold() == "y" else "no"
+    try:
+        return question.options[question.index_of(value)]
+    except SurveyError:
+        raise click.BadParameter(
+            f"give a number from 1 to {question.k} or one of: {', '.join(question.options)}"
+        ) from None
+
+
+def noisy_text(question: Question | None, value: Encoded) -> str:
+    """A noisy answer as the respondent should read it ("yes", "C", "0010 (marks C)")."""
+    if question is None:
+        return str(value)
+    if isinstance(value, str):
+        marked = [question.options[i] for i in question.supports(value)]
+        return f"{value} (marks {', '.join(marked) if marked else 'none'})"
+    return question.options[value]
+
+
+def show_receipt(receipt: Receipt, survey: Survey | None, as_json: bool) -> None:
+    """Print what was sent and what it cost."""
+    if as_json:
+        click.echo(json.dumps(asdict(receipt), indent=2, sort_keys=True))
+        return
+    click.echo()
+    click.echo(f"Report {receipt.report_id} for {receipt.survey!r}: {receipt.status}")
+    if receipt.status == "queued":
+        click.echo(
+            f"  Not sent yet ({receipt.reason}); it is saved on this device and "
+            "`deniable sync` will send it later."
+        )
+    elif receipt.reason:
+        click.echo(f"  Reason: {receipt.reason}")
+    click.echo(
+        f"Privacy spent: epsilon {receipt.epsilon:.4g} for this survey; "
+        f"{receipt.epsilon_spent:.4g} in total."
+    )
+    click.echo("Noisy answers sent (randomized on this device, not your true answers):")
+    questions: Mapping[str, Question] = survey.questions if survey is not None else {}
+    order = [qid for qid in questions if qid in receipt.answers]
+    order += [qid for qid in receipt.answers if qid not in questions]
+    for qid in order:
+        click.echo(f"  {qid}: {noisy_text(questions.get(qid), receipt.answers[qid])}")
+
+
+@cli.command()
+@click.argument("target", metavar="URL|FILE.json")
+@click.argument("survey_id", metavar="[SURVEY]", required=False)
+@click.pass_context
+@edge
+def explain(ctx: click.Context, target: str, survey_id: str | None) -> None:
+    """Explain a survey in plain words: what is sent, how likely your true answer is kept,
+    and what its epsilon means for you. Give URL SURVEY, or a local survey FILE.json."""
+    if survey_id is not None:
+        with make_client(ctx, target) as client:
+            click.echo(client.explain(survey_id))
+        return
+    path = Path(target)
+    if not path.is_file():
+        raise click.UsageError(f"give URL SURVEY, or a survey file; {target!r} is not a file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"cannot read {path}: {exc}")
+    try:
+        survey = Survey.from_dict(doc)
+    except SurveyError as exc:
+        fail(f"{path}: {exc}")
+    click.echo(explain_survey(survey))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+@edge
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show surveys answered, epsilon spent against your cap, and reports waiting."""
+    with make_client(ctx) as client:
+        state = client.status()
+    if as_json:
+        click.echo(json.dumps(asdict(state), indent=2, sort_keys=True))
+        return
+    click.echo(f"Surveys answered: {state.surveys_answered}")
+    click.echo(
+        f"Epsilon spent: {state.epsilon_spent:.4g} of your cap of {state.epsilon_cap:.4g} "
+        f"({state.epsilon_left:.4g} left)"
+    )
+    waiting = f"Reports waiting to be sent: {state.pending}"
+    click.echo(waiting + (" (run `deniable sync`)" if state.pending else ""))
+    if state.rejected:
+        click.echo(f"Reports rejected by the server: {state.rejected}")
+    for entry in state.entries:
+        shown = {"sent": "sent", "pending": "waiting", "rejected": "rejected"}[entry.status]
+        reason = f" ({entry.reason})" if entry.reason and entry.status != "sent" else ""
+        click.echo(
+            f"  {entry.survey} at {entry.server}: epsilon {entry.epsilon:.4g}, "
+            f"{shown}{reason}, answered {entry.created_at}"
+        )
+
+
+@cli.command()
+@click.pass_context
+@edge
+def sync(ctx: click.Context) -> None:
+    """Send every report waiting in the outbox."""
+    with make_client(ctx) as client:
+        receipts = client.sync()
+    if not receipts:
+        click.echo("Nothing to send.")
+        return
+    for receipt in receipts:
+        reason = f" ({receipt.reason})" if receipt.reason else ""
+        click.echo(f"{receipt.survey} at {receipt.server}: {receipt.status}{reason}")
+    queued = [r for r in receipts if r.status == "queued"]
+    if queued:
+        fail(
+            f"{len(queued)} report(s) could not be sent ({queued[0].reason}); they stay saved: "
+            "run `deniable sync` again later"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the `deniable` console script."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="deniable")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""The Client: answer a survey in a few lines, with the ledger, outbox and cap handled."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import platformdirs
+import requests
+
+from deniable.client.errors import (
+    ClientError,
+    EpsilonCapError,
+    RejectedError,
+    SurveyClosedError,
+)
+from deniable.client.explain import explain_survey
+from deniable.client.http import DEFAULT_TIMEOUT, Api, Outcome, make_session, normalize_url
+from deniable.client.keys import KeyStore
+from deniable.client.ledger import Ledger, StoredReport
+from deniable.client.receipt import Receipt, Status
+from deniable.shared.errors import SurveyError
+from deniable.shared.report import build_report, randomize_answers
+from deniable.shared.survey import Survey, format_timestamp
+
+#: The default cap on the total epsilon a respondent spends (DESIGN: 10).
+DEFAULT_EPSILON_CAP = 10.0
+#: Slack for summing floats: a survey that lands exactly on the cap is allowed.
+_CAP_SLACK = 1e-9
+
+
+def default_data_dir() -> Path:
+    """DENIABLE_HOME, else the user data directory (e.g. ~/.local/share/deniable)."""
+    home = os.environ.get("DENIABLE_HOME")
+    return Path(home) if home else Path(platformdirs.user_data_dir("deniable"))
+
+
+def default_epsilon_cap() -> float:
+    """DENIABLE_EPSILON_CAP, else 10."""
+    raw = os.environ.get("DENIABLE_EPSILON_CAP")
+    if not raw:
+        return DEFAULT_EPSILON_CAP
+    try:
+        return _check_cap(float(raw))
+    except (ValueError, ClientError):
+        raise ClientError(f"DENIABLE_EPSILON_CAP must be a positive number, got {raw!r}") from None
+
+
+def _check_cap(cap: float) -> float:
+    if isinstance(cap, bool) or not isinstance(cap, int | float) or not (0 < cap < math.inf):
+        raise ClientError(f"the epsilon cap must be a positive number, got {cap!r}")
+    return float(cap)
+
+
+class Client:
+    """A respondent's device talking to one aggregator (`url`); the ledger covers every server.
+
+    `answer` randomizes on this device, stores the signed report, then sends it. Answering a
+    survey again never randomizes again: it returns (and, unless delivered, re-sends) the stored
+    report. A report that could not be sent waits in the outbox until `sync`.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        epsilon_cap: float | None = None,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.url = normalize_url(url) if url is not None else None
+        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.epsilon_cap = (
+            _check_cap(epsilon_cap) if epsilon_cap is not None else default_epsilon_cap()
+        )
+        self.timeout = timeout
+        self._own_session = session is None
+        self.session = session if session is not None else make_session()
+        self.ledger = Ledger(self.data_dir)
+        self.keys = KeyStore(self.data_dir / "keys")
+
+    def __repr__(self) -> str:
+        return (
+            f"Client({self.url!r}, data_dir={str(self.data_dir)!r}, epsilon_cap={self.epsilon_cap})"
+        )
+
+    def close(self) -> None:
+        """Close the HTTP session if this client made it."""
+        if self._own_session:
+            self.session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- surveys -------------------------------------------------------------------------------
+    def fetch_survey(self, survey_id: str) -> Survey:
+        """The survey as the server publishes it, verified against its hash."""
+        return self._api(self._server()).fetch_survey(survey_id)
+
+    def explain(self, survey_id: str) -> str:
+        """In plain words: what answering the survey sends and what it costs in privacy."""
+        return explain_survey(
+            self.fetch_survey(survey_id), spent=self.ledger.spent(), cap=self.epsilon_cap
+        )
+
+    def receipt(self, survey_id: str) -> Receipt | None:
+        """The stored receipt of a survey already answered on this server (no network), or None."""
+        stored = self.ledger.get(self._server(), survey_id)
+        return self._receipt(stored, None, repeated=True) if stored else None
+
+    # -- answering -------------------------------------------------------------------------------
+    def answer(
+        self,
+        survey_id: str,
+        answers: Mapping[str, object],
+        invitation: str | None = None,
+    ) -> Receipt:
+        """Randomize true answers on this device, store the signed report, then send it.
+
+        Returns a Receipt whose status is "accepted", "duplicate" or "queued" (could not be sent
+        now; `sync` sends it later). Raises EpsilonCapError before anything is randomized if the
+        survey would pass the cap, RejectedError if the server refuses the report (it is kept,
+        marked rejected), and ClientError subclasses for everything else the user can act on.
+        """
+        server = self._server()
+        stored = self.ledger.get(server, survey_id)
+        if stored is not None:
+            return self._answer_again(stored, invitation)
+        api = self._api(server)
+        survey = api.fetch_survey(survey_id)
+        if survey.is_closed():
+            assert survey.closes_at is not None
+            raise SurveyClosedError(
+                f"survey {survey.id!r} closed at {format_timestamp(survey.closes_at)}; "
+                "it no longer takes answers"
+            )
+        if survey.enrollment == "invite" and not invitation:
+            raise ClientError(
+                f"survey {survey.id!r} is by invitation only; give your invitation code "
+                "(--invitation CODE)"
+            )
+        truth = check_true_answers(survey, answers)
+        self._check_budget(self.ledger.spent(), survey)
+        key = self.keys.key_for(server, survey.id)
+        if invitation and survey.enrollment == "invite":
+            api.enroll(survey, key, invitation)
+        with self.ledger.transaction() as tx:
+            stored = tx.get(server, survey.id)
+            if stored is None:
+                self._check_budget(tx.spent(), survey)
+                report = build_report(survey, randomize_answers(survey, truth), key)
+                tx.insert(server, survey.title, survey.epsilon, report)
+        if stored is not None:  # another process answered it meanwhile: use its report
+            return self._answer_again(stored, None)
+        fresh = self.ledger.get(server, survey.id)
+        assert fresh is not None
+        return self._deliver(api, fresh, repeated=False)
+
+    def _answer_again(self, stored: StoredReport, invitation: str | None) -> Receipt:
+        if stored.entry.status == "sent":
+            return self._receipt(stored, None, repeated=True)
+        api = self._api(stored.entry.server)
+        if invitation:
+            survey = api.fetch_survey(stored.entry.survey)
+            if survey.enrollment == "invite":
+                api.enroll(survey, self.keys.key_for(stored.entry.server, survey.id), invitation)
+        return self._deliver(api, stored, repeated=True)
+
+    def _deliver(self, api: Api, stored: StoredReport, *, repeated: bool) -> Receipt:
+        receipt = self._record(stored, api.post_report(stored.report), repeated=repeated)
+        if receipt.status == "rejected":
+            raise RejectedError(
+                f"{receipt.server} rejected your report to {receipt.survey!r}: {receipt.reason}",
+                receipt=receipt,
+            )
+        return receipt
+
+    # -- outbox and ledger ---------------------------------------------------------------------
+    def sync(self) -> list[Receipt]:
+        """Send every report waiting in the outbox (to whichever server it belongs); one
+        receipt each. Never raises for a report the server rejects or cannot take now."""
+        by_server: dict[str, list[StoredReport]] = {}
+        for stored in self.ledger.pending():
+            by_server.setdefault(stored.entry.server, []).append(stored)
+        receipts: list[Receipt] = []
+        for server, group in by_server.items():
+            outcomes = self._api(server).post_reports([s.report for s in group])
+            receipts.extend(
+                self._record(s, o, repeated=True) for s, o in zip(group, outcomes, strict=True)
+            )
+        return receipts
+
+    def status(self) -> Status:
+        """Surveys answered, epsilon spent against the cap, and reports waiting."""
+        entries = tuple(self.ledger.entries())
+        return Status(
+            surveys_answered=len(entries),
+            epsilon_spent=math.fsum(e.epsilon for e in entries),
+            epsilon_cap=self.epsilon_cap,
+            pending=sum(1 for e in entries if e.status == "pending"),
+            rejected=sum(1 for e in entries if e.status == "rejected"),
+            entries=entries,
+        )
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _server(self) -> str:
+        if self.url is None:
+            raise ClientError("no server address: create the Client with the aggregator's URL")
+        return self.url
+
+    def _api(self, server: str) -> Api:
+        return Api(server, self.session, self.timeout)
+
+    def _check_budget(self, spent: float, survey: Survey) -> None:
+        needed = survey.epsilon
+        if spent + needed > self.epsilon_cap + _CAP_SLACK:
+            left = max(0.0, self.epsilon_cap - spent)
+            raise EpsilonCapError(
+                f"answering {survey.id!r} would spend epsilon {needed:.4g}, but you have spent "
+                f"{spent:.4g} of your cap of {self.epsilon_cap:.4g} ({left:.4g} left); nothing was "
+                "randomized or sent (the cap is DENIABLE_EPSILON_CAP)",
+                spent=spent,
+                cap=self.epsilon_cap,
+                needed=needed,
+            )
+
+    def _record(self, stored: StoredReport, outcome: Outcome, *, repeated: bool) -> Receipt:
+        status = {"accepted": "sent", "duplicate": "sent", "rejected": "rejected"}.get(
+            outcome.result, "pending"
+        )
+        result = outcome.result if status != "pending" else None
+        self.ledger.mark(stored.entry.report_id, status, result, outcome.reason)
+        return self._receipt(stored, outcome, repeated=repeated)
+
+    def _receipt(self, stored: StoredReport, outcome: Outcome | None, *, repeated: bool) -> Receipt:
+        entry = stored.entry
+        if outcome is not None:
+            status, reason = outcome.result, outcome.reason
+        elif entry.status == "sent":
+            status, reason = stored.result or "accepted", None
+        elif entry.status == "rejected":
+            status, reason = "rejected", entry.reason
+        else:
+            status, reason = "queued", entry.reason
+        return Receipt(
+            survey=entry.survey,
+            server=entry.server,
+            report_id=entry.report_id,
+            status=status,
+            reason=reason,
+            epsilon=entry.epsilon,
+            epsilon_spent=self.ledger.spent(),
+            answers=dict(stored.report["answers"]),
+            repeated=repeated,
+        )
+
+
+def check_true_answers(survey: Survey, answers: Mapping[str, object]) -> dict[str, int]:
+    """Each question's true answer as an option index; ClientError names what is wrong."""
+    if not isinstance(answers, Mapping):
+        raise ClientError(f"answers must map question ids to answers, got {type(answers).__name__}")
+    ids = ", ".join(survey.questions)
+    for qid in answers:
+        if qid not in survey.questions:
+            raise ClientError(f"survey {survey.id!r} has no question {qid!r}; its questions: {ids}")
+    truth: dict[str, int] = {}
+    for qid, question in survey.questions.items():
+        allowed = ", ".join(repr(o) for o in question.options)
+        if qid not in answers:
+            raise ClientError(
+                f"question {qid!r} ({question.text}) has no answer; every question must be "
+                f"answered, with one of {allowed}"
+            )
+        try:
+            truth[qid] = question.index_of(answers[qid])
+        except SurveyError:
+            raise ClientError(
+                f"question {qid!r}: {answers[qid]!r} is not an answer; give one of {allowed} "
+                f"or an index 0-{len(question.options) - 1}"
+            ) from None
+    return truth

@@ -1,0 +1,202 @@
+"""The privacy ledger and outbox: one SQLite file recording every report before it is sent.
+
+One row per (server, survey): the survey's hash, title and epsilon, the signed report, and its
+status (pending, sent or rejected). The epsilon spent is the sum over rows; a re-send costs
+nothing. Writers take the database lock with BEGIN IMMEDIATE before reading what they decide
+on, so two processes answering the same survey at once cannot both randomize it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deniable.client.errors import ClientError
+from deniable.client.keys import ensure_private_dir
+from deniable.client.receipt import LedgerEntry
+
+SCHEMA_VERSION = 1
+LEDGER_FILE = "ledger.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reports (
+    server      TEXT NOT NULL,
+    survey      TEXT NOT NULL,
+    survey_hash TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    epsilon     REAL NOT NULL,
+    report_id   TEXT NOT NULL UNIQUE,
+    report      TEXT NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'rejected')),
+    result      TEXT,
+    reason      TEXT,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    PRIMARY KEY (server, survey)
+);
+CREATE INDEX IF NOT EXISTS reports_status ON reports (status);
+"""
+
+
+def utc_now() -> str:
+    """Now, in UTC, to the second (the ledger is local: it may be precise)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A ledger row with its signed report parsed."""
+
+    entry: LedgerEntry
+    report: dict[str, Any]
+    result: str | None
+
+
+class Transaction:
+    """Reads and writes inside one BEGIN IMMEDIATE transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get(self, server: str, survey: str) -> StoredReport | None:
+        """The stored report for a survey on a server, if any."""
+        row = self.conn.execute(
+            "SELECT * FROM reports WHERE server = ? AND survey = ?", (server, survey)
+        ).fetchone()
+        return _stored(row) if row else None
+
+    def spent(self) -> float:
+        """Total epsilon over every survey answered on this device."""
+        return _spent(self.conn)
+
+    def insert(self, server: str, title: str, epsilon: float, report: dict[str, Any]) -> None:
+        """Record a new signed report as pending (committed when the transaction ends)."""
+        now = utc_now()
+        self.conn.execute(
+            "INSERT INTO reports (server, survey, survey_hash, title, epsilon, report_id, report,"
+            " status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            (
+                server,
+                report["survey"],
+                report["survey_hash"],
+                title,
+                float(epsilon),
+                report["report_id"],
+                json.dumps(report, sort_keys=True),
+                now,
+                now,
+            ),
+        )
+
+
+class Ledger:
+    """The SQLite ledger under a data directory (created 0700 on first use)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / LEDGER_FILE
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        ensure_private_dir(self.data_dir)
+        try:
+            if not self.path.exists():  # readable by this user only, like the keys
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise ClientError(f"cannot open the ledger {self.path}: {exc}") from None
+        with closing(conn):
+            conn.row_factory = sqlite3.Row
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    conn.execute("BEGIN IMMEDIATE")
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception)."""
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Transaction(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def get(self, server: str, survey: str) -> StoredReport | None:
+        """The stored report for a survey on a server, if any."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT * FROM reports WHERE server = ? AND survey = ?", (server, survey)
+            ).fetchone()
+        return _stored(row) if row else None
+
+    def pending(self) -> list[StoredReport]:
+        """Every report still waiting to be sent, oldest first."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT * FROM reports WHERE status = 'pending' ORDER BY created_at, rowid"
+            ).fetchall()
+        return [_stored(row) for row in rows]
+
+    def entries(self) -> list[LedgerEntry]:
+        """Every answered survey, oldest first."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM reports ORDER BY created_at, rowid").fetchall()
+        return [_entry(row) for row in rows]
+
+    def spent(self) -> float:
+        """Total epsilon over every survey answered on this device."""
+        with self._connect() as conn:
+            return _spent(conn)
+
+    def mark(self, report_id: str, status: str, result: str | None, reason: str | None) -> None:
+        """Record a send attempt's outcome."""
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE reports SET status = ?, result = ?, reason = ?, attempts = attempts + 1,"
+                " updated_at = ? WHERE report_id = ?",
+                (status, result, reason, utc_now(), report_id),
+            )
+
+
+def _spent(conn: sqlite3.Connection) -> float:
+    return math.fsum(row[0] for row in conn.execute("SELECT epsilon FROM reports"))
+
+
+def _entry(row: sqlite3.Row) -> LedgerEntry:
+    return LedgerEntry(
+        server=row["server"],
+        survey=row["survey"],
+        title=row["title"],
+        survey_hash=row["survey_hash"],
+        epsilon=row["epsilon"],
+        report_id=row["report_id"],
+        status=row["status"],
+        reason=row["reason"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _stored(row: sqlite3.Row) -> StoredReport:
+    return StoredReport(_entry(row), json.loads(row["report"]), row["result"])

@@ -1,0 +1,56 @@
+"""The client installs and imports without the aggregator's dependencies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+BLOCKER = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    BLOCKED = {"flask", "numpy", "sqlite_utils", "werkzeug", "scipy"}
+
+    class Blocker(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is blocked for this test")
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    for name in list(sys.modules):
+        if name.split(".")[0] in BLOCKED:
+            del sys.modules[name]
+    """
+)
+
+
+def run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_blocker_really_blocks() -> None:
+    result = run("import numpy\n")
+    assert result.returncode != 0
+    assert "blocked for this test" in result.stderr
+
+
+def test_client_imports_without_flask_numpy_sqlite_utils() -> None:
+    result = run(
+        """
+        import deniable.client
+        from deniable.client import Client, ClientError
+        from deniable.client.cli import main
+        from deniable.shared import Survey
+        assert not {"flask", "numpy", "sqlite_utils"} & {m.split(".")[0] for m in sys.modules}
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -2,7 +2,10 @@
 # Installs the system packages the test suite needs. Idempotent and quick when all is there.
 set -euo pipefail
 need=()
-# (browser and database packages are added here as the suite grows)
+# Debian's Chromium, driven by Playwright in tests/browser (never `playwright install`).
+if [ ! -x /usr/bin/chromium ]; then
+    need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "test-deps: need ${need[*]}; run as root or install them" >&2

@@ -340,8 +340,7 @@ class OUE(Mechanism):
         return {"p": self.p, "q": self.q}
 
     def randomize(self, index: int) -> Encoded:
-        q = self._q
-        bits = ["1" if q.flip() else "0" for _ in range(self.k)]
+        bits = ["1" if heads else "0" for heads in self._q.flips(self.k)]
         bits[index] = "1" if self._p.flip() else "0"
         return "".join(bits)
 

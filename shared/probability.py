@@ -79,40 +79,44 @@ def round_up(x: float) -> Fraction:
     return Fraction(math.ceil(x * _SCALE), _SCALE)
 
 
-_POOL_BYTES = 256
+_POOL_BYTES = 4096
 
 
 class _SecurePool(threading.local):
-    """Bits from `secrets.token_bytes`, fetched 2048 at a time: one system call serves many
-    coins. Per thread, and emptied in a forked child so that no two processes share bits."""
+    """Bytes from `secrets.token_bytes`, fetched 4 KiB at a time: one system call serves many
+    coins. Per thread, and emptied in a forked child so that no two processes share bytes."""
 
     def __init__(self) -> None:
-        self.pool = 0
-        self.bits = 0
+        self.buf = b""
+        self.pos = 0
 
 
 _state = _SecurePool()
 
 
 def _forget_in_child() -> None:
-    _state.pool, _state.bits = 0, 0
+    _state.buf, _state.pos = b"", 0
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def random_bits(k: int) -> int:
-    """k fresh uniformly random bits from the secure source (each bit is used once)."""
+def random_bytes(n: int) -> bytes:
+    """n fresh secure random bytes (each byte is handed out once)."""
     state = _state
-    if k > _POOL_BYTES * 8:
-        return secrets.randbits(k)
-    if state.bits < k:
-        state.pool = int.from_bytes(secrets.token_bytes(_POOL_BYTES), "little")
-        state.bits = _POOL_BYTES * 8
-    value = state.pool & ((1 << k) - 1)
-    state.pool >>= k
-    state.bits -= k
-    return value
+    if n > _POOL_BYTES // 4:
+        return secrets.token_bytes(n)
+    if state.pos + n > len(state.buf):
+        state.buf, state.pos = secrets.token_bytes(_POOL_BYTES), 0
+    start = state.pos
+    state.pos = start + n
+    return state.buf[start : state.pos]
+
+
+def random_bits(k: int) -> int:
+    """k fresh uniformly random bits from the secure source."""
+    nbytes = (k + 7) // 8
+    return int.from_bytes(random_bytes(nbytes), "little") >> (nbytes * 8 - k)
 
 
 def randbelow(n: int) -> int:
@@ -142,6 +146,22 @@ class Coin:
     def flip(self) -> bool:
         """Heads with probability exactly p, from secure random bits."""
         return randbelow(self.den) < self.num
+
+    def flips(self, count: int) -> list[bool]:
+        """`count` independent flips, their bits fetched in one draw (each still exact)."""
+        den, num = self.den, self.num
+        width = den.bit_length()
+        step = (width + 7) // 8
+        shift = step * 8 - width
+        pool = random_bytes(step * count)
+        from_bytes = int.from_bytes
+        out = []
+        for i in range(0, step * count, step):
+            value = from_bytes(pool[i : i + step], "little") >> shift
+            while value >= den:
+                value = random_bits(width)
+            out.append(value < num)
+        return out
 
 
 def uniform_index(k: int) -> int:

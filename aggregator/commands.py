@@ -1,0 +1,131 @@
+"""The researcher's planning and simulation commands of `deniable-aggregator` (no app needed)."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import click
+
+from deniable.aggregator import planning, simulate
+from deniable.shared.errors import DeniableError
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 1."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+@click.command("plan")
+@click.option("--epsilon", type=float, required=True, help="Privacy budget of the question.")
+@click.option("--margin", type=float, default=None, help="Margin of error wanted, e.g. 0.05.")
+@click.option(
+    "--respondents",
+    type=int,
+    default=None,
+    help="Instead of --margin: the margin N respondents buy.",
+)
+@click.option("--options", type=int, default=2, show_default=True, help="Options of the question.")
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Two-sided level.")
+@click.option(
+    "--mechanism",
+    type=click.Choice(planning.MECHANISM_NAMES),
+    default=None,
+    help="Mechanism (default: rr for 2 options, else auto).",
+)
+def plan_command(
+    epsilon: float,
+    margin: float | None,
+    respondents: int | None,
+    options: int,
+    confidence: float,
+    mechanism: str | None,
+) -> None:
+    """Respondents needed for a margin of error at an epsilon (worst case); the number ends the output."""
+    if margin is None and respondents is None:
+        raise click.UsageError(
+            "give --margin (respondents needed) or --respondents (margin bought)"
+        )
+    try:
+        result = planning.plan(
+            epsilon,
+            margin=margin,
+            respondents=respondents,
+            options=options,
+            confidence=confidence,
+            mechanism=mechanism,
+        )
+    except (planning.PlanError, ValueError) as exc:
+        _fail(str(exc))
+    click.echo(planning.format_plan(result))
+
+
+@click.command("simulate")
+@click.argument("survey")
+@click.option("--respondents", "-n", type=click.IntRange(1, 1_000_000), required=True)
+@click.option("--url", required=True, help="The aggregator, e.g. http://127.0.0.1:8000.")
+@click.option(
+    "--truth", default=None, help="JSON or a JSON file: {question: {option: probability}}."
+)
+@click.option("--batch", type=click.IntRange(1, 1000), default=500, show_default=True)
+@click.option("--seed", type=int, default=None, help="Seed for the true answers (not the coins).")
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--token",
+    envvar="DENIABLE_TOKEN",
+    default=None,
+    help="Researcher token (or DENIABLE_TOKEN) to read the server's results.",
+)
+def simulate_command(
+    survey: str,
+    respondents: int,
+    url: str,
+    truth: str | None,
+    batch: int,
+    seed: int | None,
+    confidence: float,
+    token: str | None,
+) -> None:
+    """Post real signed reports from simulated respondents, then show truth beside estimate."""
+    from deniable.aggregator.analyze import analyze
+    from deniable.client.researcher import Researcher
+
+    if not 0 < confidence < 1:
+        _fail(f"--confidence: expected a level between 0 and 1, like 0.95, got {confidence!r}")
+    try:
+        api, resolved = simulate.fetch_survey(url, survey)
+        known = simulate.parse_truth(resolved, truth)
+        researcher = Researcher(url, token) if token else None
+        before = researcher.results(survey)["n"] if researcher else None
+        codes = (
+            researcher.invite(survey, respondents)
+            if researcher and resolved.enrollment == "invite"
+            else None
+        )
+        with click.progressbar(
+            length=respondents, label="reports", file=sys.stderr, show_pos=True
+        ) as bar:
+            sent = simulate.send(
+                api,
+                resolved,
+                known,
+                respondents,
+                batch=batch,
+                seed=seed,
+                codes=codes,
+                progress=bar.update,
+            )
+        if researcher is not None:
+            results = researcher.results(survey, confidence=confidence)
+            source = f"server results: n went from {before} to {results['n']}"
+        else:
+            results = analyze(resolved, sent.reports, confidence)
+            source = "computed from the reports sent (give --token for the server's results)"
+    except DeniableError as exc:
+        _fail(str(exc))
+    click.echo(f"{sent.accepted} of {respondents} reports accepted; {source}")
+    rows = simulate.comparison(resolved, known, results)
+    click.echo(simulate.format_comparison(rows, confidence))
+    if sent.failed:
+        _fail(sent.failure_text())

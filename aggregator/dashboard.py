@@ -1,0 +1,440 @@
+"""The researcher dashboard: log in with a token, list surveys, read charts, create and close.
+
+Server-rendered HTML (Jinja) that works without JavaScript; one small static script reloads a
+survey page when new reports arrive. Every page but the login needs a session made from a valid
+researcher token, and every form carries a CSRF token (Flask-WTF's, checked here, so the JSON
+API with its bearer tokens is not affected).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from flask import (
+    Blueprint,
+    Flask,
+    Request,
+    Response,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    stream_with_context,
+    url_for,
+)
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
+from wtforms import ValidationError
+
+from deniable.aggregator import planning
+from deniable.aggregator import surveys as actions
+from deniable.aggregator.charts import question_chart
+from deniable.aggregator.credentials import digest
+from deniable.aggregator.db import get_store
+from deniable.aggregator.estimate import results_csv, results_document
+from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.store import SurveyRecord
+from deniable.shared import Survey, SurveyError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+bp = Blueprint(
+    "dashboard",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/assets",
+)
+
+CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
+MAX_INVITATIONS_FORM = 1000
+#: Seconds between the refresh script's checks for new reports.
+REFRESH_SECONDS = 5
+
+
+class _SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie session, marked Secure whenever the request came over TLS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if not app.secret_key:
+            # The session opens before any before_request hook could load the key.
+            from deniable.aggregator.app import load_or_create_secret_key
+
+            app.secret_key = load_or_create_secret_key(Path(app.config["DATA_DIR"]))
+        return super().open_session(app, request)
+
+
+def init_dashboard(app: Flask) -> None:
+    """Register the dashboard on an app: the blueprint and the session cookie settings."""
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
+    app.config["SESSION_COOKIE_SAMESITE"] = "Strict"
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+    app.session_interface = _SessionInterface()
+    app.register_blueprint(bp)
+
+
+# -- authentication ---------------------------------------------------------------------------
+
+
+def _logged_in() -> bool:
+    known = session.get("token")
+    if not isinstance(known, str):
+        return False
+    found = False
+    for stored in get_store().token_hashes():
+        found |= hmac.compare_digest(known, stored)
+    return found
+
+
+def _safe_next(target: str | None) -> str:
+    """A local path to go back to after logging in (never another host)."""
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return url_for("dashboard.surveys")
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or "\\" in target:
+        return url_for("dashboard.surveys")
+    return target
+
+
+@bp.before_request
+def _guard() -> Any:
+    """Send visitors without a valid session to the login; check CSRF on every POST."""
+    if request.endpoint in ("dashboard.static",):
+        return None
+    if request.method == "POST":
+        try:
+            validate_csrf(request.form.get("csrf_token"))
+        except ValidationError as exc:
+            raise CSRFError(str(exc)) from None
+    if request.endpoint in ("dashboard.login", "dashboard.logout"):
+        return None
+    if not _logged_in():
+        session.pop("token", None)
+        return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+    return None
+
+
+@bp.errorhandler(CSRFError)
+def _csrf_error(exc: CSRFError) -> tuple[str, int]:
+    return render_template(
+        "error.html",
+        title="Form expired",
+        message=(
+            "The form was missing its security token or it had expired. Go back, reload the page "
+            "and try again."
+        ),
+    ), 400
+
+
+@bp.after_request
+def _headers(response: Response) -> Response:
+    response.headers.setdefault("Cache-Control", "no-store")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    return response
+
+
+@bp.app_context_processor
+def _template_globals() -> dict[str, Any]:
+    return {"csrf_token": generate_csrf, "refresh_seconds": REFRESH_SECONDS}
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    """The login form; a valid researcher token starts a session."""
+    error = None
+    next_path = _safe_next(request.values.get("next"))
+    if request.method == "POST":
+        token = (request.form.get("token") or "").strip()
+        if token:
+            hashed = digest(token)
+            if any(hmac.compare_digest(hashed, h) for h in get_store().token_hashes()):
+                session.clear()
+                session["token"] = hashed
+                return redirect(next_path)
+        error = "That token is not valid here. Make one with `deniable-aggregator create-token`."
+    status = 401 if error else 200
+    return render_template("login.html", error=error, next=next_path), status
+
+
+@bp.route("/logout", methods=["POST"])
+def logout() -> Any:
+    """End the session."""
+    session.clear()
+    flash("You are logged out.")
+    return redirect(url_for("dashboard.login"))
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _survey_or_404(survey_id: str) -> tuple[SurveyRecord, Survey]:
+    record = get_store().get_survey(survey_id)
+    if record is None:
+        abort(404)
+    return record, SURVEYS.survey(record)
+
+
+def _status(record: SurveyRecord, survey: Survey) -> str:
+    if record.closed or survey.is_closed():
+        return "closed"
+    return "open"
+
+
+def _confidence() -> float:
+    try:
+        value = float(request.args.get("confidence", current_app.config.get("CONFIDENCE", 0.95)))
+    except ValueError:
+        value = 0.95
+    return value if 0.5 <= value < 1 else 0.95
+
+
+def _wide(question: Any, entry: dict[str, Any], n: int, confidence: float) -> bool:
+    """Whether n reports leave intervals about as wide as the whole range: too few to say much.
+
+    Judged by the planner's worst-case margin at n (half the range or more), or an interval
+    that already spans 90% of it."""
+    if planning.margin_for(question.randomizer, n, confidence) >= 0.5:
+        return True
+    return any(o["ci_high"] - o["ci_low"] >= 0.9 for o in entry["options"])
+
+
+@bp.route("/")
+def surveys() -> str:
+    """Every survey with its status, reports received and total epsilon."""
+    rows = []
+    for record in get_store().list_surveys():
+        survey = SURVEYS.survey(record)
+        rows.append({"record": record, "survey": survey, "status": _status(record, survey)})
+    return render_template("surveys.html", rows=rows)
+
+
+def _plain_words(question: Any) -> str:
+    """How the mechanism protects an answer, in words."""
+    m = question.randomizer
+    p, q = float(question.randomizer.p_star), float(question.randomizer.q_star)
+    if m.name == "rr":
+        return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
+    if m.name == "coins":
+        return (
+            f"with probability {float(m.truth):.0%} the true answer is sent; otherwise a coin "
+            f"says yes with probability {float(m.yes):.0%} (a yes report comes from a true yes "
+            f"with probability {p:.0%}, from a true no with probability {q:.0%})"
+        )
+    if m.name == "grr":
+        return (
+            f"each answer is kept truthfully with probability {p:.0%}, otherwise replaced by "
+            f"one of the other {question.k - 1} options at random"
+        )
+    return (
+        f"one bit per option: the true option's bit is set with probability {p:.0%}, every "
+        f"other option's bit with probability {q:.0%}"
+    )
+
+
+@bp.route("/surveys/<survey_id>")
+def survey(survey_id: str) -> str:
+    """One survey: per question a chart, a table and the mechanism in words."""
+    record, resolved = _survey_or_404(survey_id)
+    confidence = _confidence()
+    simultaneous = request.args.get("simultaneous") == "1"
+    n, support = get_store().tallies(survey_id)
+    doc = results_document(resolved, n, support, confidence=confidence, simultaneous=simultaneous)
+    questions = []
+    for entry in doc["questions"]:
+        question = resolved.questions[entry["id"]]
+        questions.append(
+            {
+                "entry": entry,
+                "question": question,
+                "chart": question_chart(entry, confidence, question.text),
+                "words": _plain_words(question),
+                "wide": n > 0 and _wide(question, entry, n, confidence),
+            }
+        )
+    return render_template(
+        "survey.html",
+        record=record,
+        survey=resolved,
+        status=_status(record, resolved),
+        n=n,
+        doc=doc,
+        questions=questions,
+        confidence=confidence,
+        confidences=sorted({*CONFIDENCES, confidence}),
+        simultaneous=simultaneous,
+    )
+
+
+@bp.route("/surveys/<survey_id>/count.json")
+def count(survey_id: str) -> dict[str, Any]:
+    """The number of reports received, for the refresh script."""
+    record, _ = _survey_or_404(survey_id)
+    return {"survey": survey_id, "n": record.report_count}
+
+
+@bp.route("/surveys/<survey_id>/results.csv")
+def download_csv(survey_id: str) -> Response:
+    """The results as CSV (the API's content, for a dashboard session)."""
+    _, resolved = _survey_or_404(survey_id)
+    n, support = get_store().tallies(survey_id)
+    doc = results_document(
+        resolved,
+        n,
+        support,
+        confidence=_confidence(),
+        simultaneous=request.args.get("simultaneous") == "1",
+    )
+    return Response(
+        results_csv(doc),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-results.csv"'},
+    )
+
+
+@bp.route("/surveys/<survey_id>/reports.jsonl")
+def download_reports(survey_id: str) -> Response:
+    """Every stored noisy report, one JSON object a line, streamed."""
+    _survey_or_404(survey_id)
+    store = get_store()
+
+    def lines() -> Iterator[str]:
+        for body in store.iter_report_bodies(survey_id):
+            yield body + "\n"
+
+    return Response(
+        stream_with_context(lines()),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-reports.jsonl"'},
+    )
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]:
+    """The planner form's values, its plan and any error (all None when not asked)."""
+    fields = {
+        key: request.args.get(key, default)
+        for key, default in (
+            ("epsilon", "1"),
+            ("margin", "0.05"),
+            ("options", "2"),
+            ("confidence", "0.95"),
+            ("mechanism", ""),
+        )
+    }
+    if "epsilon" not in request.args:
+        return fields, None, None
+    try:
+        epsilon = float(fields["epsilon"])
+        margin = float(fields["margin"])
+        options = int(fields["options"])
+        confidence = float(fields["confidence"])
+    except ValueError:
+        return fields, None, "Give numbers: epsilon like 1, margin like 0.05, options like 2."
+    try:
+        result = planning.plan(
+            epsilon,
+            margin=margin,
+            options=options,
+            confidence=confidence,
+            mechanism=fields["mechanism"] or None,
+        )
+    except (planning.PlanError, ValueError) as exc:
+        return fields, None, str(exc)
+    return fields, result, None
+
+
+def _create(text: str) -> SurveyRecord:
+    """Validate a survey document and store it; SurveyError says what is wrong."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SurveyError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    try:
+        record, created = actions.create_survey(get_store(), doc)
+    except actions.ActionError as exc:
+        raise SurveyError(str(exc)) from None
+    if not created:
+        raise SurveyError(f"id: survey {record.id!r} already exists; choose another id")
+    return record
+
+
+@bp.route("/surveys/new", methods=["GET", "POST"])
+def new_survey() -> Any:
+    """Create a survey from pasted or uploaded JSON; the planner helps choose epsilon and n."""
+    error = None
+    text = ""
+    if request.method == "POST":
+        text = request.form.get("document") or ""
+        upload = request.files.get("file")
+        if upload is not None and upload.filename:
+            raw = upload.read(1_000_001)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                error = "The uploaded file is not UTF-8 text."
+        if error is None and not text.strip():
+            error = "Paste a survey document or choose a JSON file."
+        if error is None:
+            try:
+                created = _create(text)
+            except SurveyError as exc:
+                error = str(exc)
+            else:
+                flash(f"Survey {created.id!r} created.")
+                return redirect(url_for("dashboard.survey", survey_id=created.id))
+    fields, plan_result, plan_error = _plan_from_args()
+    return render_template(
+        "new.html",
+        error=error,
+        text=text,
+        plan_fields=fields,
+        plan=plan_result,
+        plan_error=plan_error,
+        mechanisms=planning.MECHANISM_NAMES,
+    ), (400 if error else 200)
+
+
+@bp.route("/surveys/<survey_id>/invitations", methods=["POST"])
+def invitations(survey_id: str) -> Any:
+    """Issue single-use invitation codes and show them once."""
+    record, resolved = _survey_or_404(survey_id)
+    try:
+        count = int(request.form.get("count", ""))
+    except ValueError:
+        count = 0
+    limit = min(MAX_INVITATIONS_FORM, current_app.config.get("MAX_INVITATIONS", 10_000))
+    if not 1 <= count <= limit:
+        flash(f"Ask for 1 to {limit} invitation codes.", "error")
+        return redirect(url_for("dashboard.survey", survey_id=survey_id))
+    try:
+        codes = actions.invite(get_store(), survey_id, count, limit=limit)
+    except actions.ActionError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("dashboard.survey", survey_id=survey_id))
+    return render_template("codes.html", survey=resolved, record=record, codes=codes)
+
+
+@bp.route("/surveys/<survey_id>/close", methods=["POST"])
+def close(survey_id: str) -> Any:
+    """Stop accepting reports."""
+    _survey_or_404(survey_id)
+    actions.close_survey(get_store(), survey_id)
+    flash("The survey is closed: it accepts no more reports.")
+    return redirect(url_for("dashboard.survey", survey_id=survey_id))

@@ -1,0 +1,179 @@
+"""Survey planning: respondents needed for a margin of error at an epsilon, or the margin n buys.
+
+Pure arithmetic on the shared mechanisms. For an option's unbiased estimate the variance at n
+is lambda (1 - lambda) / (n (p* - q*)^2); its worst case over every true distribution is the
+mechanism's `worst_variance(n)`. A two-sided interval of half-width m at confidence c then needs
+
+    n = ceil(z^2 * worst_variance(1) / m^2),   z = the (1 + c) / 2 normal quantile,
+
+and n respondents buy the margin z * sqrt(worst_variance(n)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from statistics import NormalDist
+
+from deniable.shared.mechanisms import (
+    MAX_EPSILON,
+    MIN_EPSILON,
+    Coins,
+    Mechanism,
+    auto,
+    from_epsilon,
+)
+from deniable.shared.probability import round_down
+
+MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto")
+MAX_OPTIONS = 64
+
+
+class PlanError(ValueError):
+    """Planning input the planner cannot use; the message says what is allowed."""
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One mechanism's numbers at the planned epsilon."""
+
+    name: str
+    mechanism: Mechanism
+    respondents: int | None
+    margin: float | None
+
+    @property
+    def keep_text(self) -> str:
+        """How likely a report supports the true option (p*), as a percentage."""
+        return f"{float(self.mechanism.p_star):.1%}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planning answer: the chosen mechanism's number and a comparison of the others."""
+
+    epsilon: float
+    options: int
+    confidence: float
+    z: float
+    margin: float | None
+    respondents: int | None
+    chosen: PlanRow
+    rows: list[PlanRow]
+
+
+def z_for(confidence: float) -> float:
+    """The two-sided normal quantile for a confidence level in (0, 1)."""
+    if not isinstance(confidence, int | float) or not 0 < confidence < 1:
+        raise PlanError(
+            f"confidence: expected a number between 0 and 1, like 0.95, got {confidence!r}"
+        )
+    return NormalDist().inv_cdf((1.0 + float(confidence)) / 2.0)
+
+
+def check_epsilon(epsilon: float) -> float:
+    """The epsilon if the mechanisms accept it, else PlanError."""
+    if not isinstance(epsilon, int | float) or not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise PlanError(
+            f"epsilon: expected a number from {MIN_EPSILON} to {MAX_EPSILON}, got {epsilon!r}"
+        )
+    return float(epsilon)
+
+
+def coins_at(epsilon: float) -> Coins:
+    """The two-coin design with a fair second coin (yes = 1/2) at (at most) epsilon."""
+    e = math.exp(epsilon)
+    return Coins(truth=round_down((e - 1.0) / (e + 1.0)), yes=Fraction(1, 2))
+
+
+def mechanism_for(name: str, k: int, epsilon: float) -> Mechanism:
+    """The mechanism `name` over k options at epsilon; PlanError if it does not fit."""
+    if name not in MECHANISM_NAMES:
+        raise PlanError(f"mechanism: expected one of {', '.join(MECHANISM_NAMES)}, got {name!r}")
+    if name in ("rr", "coins") and k != 2:
+        raise PlanError(
+            f"mechanism: {name} answers binary questions only (options 2), got options {k}"
+        )
+    if name == "coins":
+        return coins_at(epsilon)
+    if name == "auto":
+        return auto(k, epsilon=epsilon)
+    return from_epsilon(name, k, epsilon=epsilon)
+
+
+def respondents_needed(mechanism: Mechanism, margin: float, confidence: float = 0.95) -> int:
+    """Respondents for a worst-case interval half-width `margin` at `confidence`."""
+    if not isinstance(margin, int | float) or not 0 < margin < 1:
+        raise PlanError(f"margin: expected a number between 0 and 1, like 0.05, got {margin!r}")
+    z = z_for(confidence)
+    return max(2, math.ceil(z * z * mechanism.worst_variance(1) / (margin * margin)))
+
+
+def margin_for(mechanism: Mechanism, respondents: int, confidence: float = 0.95) -> float:
+    """The worst-case interval half-width that `respondents` buy at `confidence`."""
+    if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
+        raise PlanError(f"respondents: expected a whole number from 1, got {respondents!r}")
+    return z_for(confidence) * math.sqrt(mechanism.worst_variance(respondents))
+
+
+def compared(k: int) -> tuple[str, ...]:
+    """The mechanisms worth comparing for k options."""
+    return ("rr", "coins") if k == 2 else ("grr", "oue")
+
+
+def plan(
+    epsilon: float,
+    *,
+    margin: float | None = None,
+    respondents: int | None = None,
+    options: int = 2,
+    confidence: float = 0.95,
+    mechanism: str | None = None,
+) -> Plan:
+    """Respondents needed for `margin` (or the margin `respondents` buy), with a comparison."""
+    epsilon = check_epsilon(epsilon)
+    if isinstance(options, bool) or not isinstance(options, int) or not 2 <= options <= MAX_OPTIONS:
+        raise PlanError(
+            f"options: expected a whole number from 2 to {MAX_OPTIONS}, got {options!r}"
+        )
+    if (margin is None) == (respondents is None):
+        raise PlanError("give either a margin (respondents needed) or respondents (margin bought)")
+    z = z_for(confidence)
+    name = mechanism or ("rr" if options == 2 else "auto")
+
+    def row(label: str, mech: Mechanism) -> PlanRow:
+        if margin is not None:
+            return PlanRow(label, mech, respondents_needed(mech, margin, confidence), None)
+        return PlanRow(label, mech, None, margin_for(mech, respondents, confidence))
+
+    rows = [row(other, mechanism_for(other, options, epsilon)) for other in compared(options)]
+    chosen = next((r for r in rows if r.name == name), None)
+    if chosen is None:
+        chosen_mech = mechanism_for(name, options, epsilon)
+        chosen = row(f"auto ({chosen_mech.name})" if name == "auto" else name, chosen_mech)
+        rows.append(chosen)
+    return Plan(epsilon, options, float(confidence), z, margin, respondents, chosen, rows)
+
+
+def format_plan(result: Plan) -> str:
+    """The plan as text: the comparison table, then the chosen number alone on the last line."""
+    lines = [
+        f"epsilon {result.epsilon:g}, {result.options} options, confidence {result.confidence:.0%} "
+        f"(z = {result.z:.6f}), worst case over the true distribution",
+    ]
+    if result.margin is not None:
+        lines.append(f"respondents needed for a margin of error of ±{result.margin:g}:")
+        header = f"  {'mechanism':<12} {'p*':>8} {'q*':>8} {'respondents':>12}"
+    else:
+        lines.append(f"margin of error that {result.respondents} respondents buy:")
+        header = f"  {'mechanism':<12} {'p*':>8} {'q*':>8} {'margin':>12}"
+    lines.append(header)
+    for r in result.rows:
+        value = f"{r.respondents:>12,}" if r.respondents is not None else f"{r.margin:>12.4f}"
+        mark = "  <- chosen" if r is result.chosen else ""
+        p, q = float(r.mechanism.p_star), float(r.mechanism.q_star)
+        lines.append(f"  {r.name:<12} {p:>8.4f} {q:>8.4f} {value}{mark}")
+    number = result.chosen.respondents if result.margin is not None else result.chosen.margin
+    lines.append(str(number) if isinstance(number, int) else f"{number:.6f}")
+    return "\n".join(lines)

@@ -1,0 +1,224 @@
+"""Simulated respondents: known true answers, real mechanisms, real signed reports over HTTP.
+
+Each simulated respondent draws true answers from a distribution per question, randomizes
+them with the survey's own mechanisms (`make_report`, exact coins from `secrets`) under a
+fresh Ed25519 key, and the reports go to the aggregator in batches through the client
+library's HTTP layer. The true answers are drawn with a seedable generator: they stand for a
+population, not for anyone's secret.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deniable.client.http import Api, make_session, normalize_url
+from deniable.shared import DeniableError, Survey, make_report
+from deniable.shared.signing import generate_key
+from deniable.shared.survey import Question
+
+Truth = dict[str, list[float]]
+
+
+class SimulationError(DeniableError):
+    """The simulation cannot run as asked; the message says why."""
+
+
+def default_truth(survey: Survey) -> Truth:
+    """A fixed skewed truth: 30% yes for binary questions, weights k, k-1, ..., 1 otherwise."""
+    truth: Truth = {}
+    for qid, q in survey.questions.items():
+        if q.type == "binary":
+            truth[qid] = [0.7, 0.3]
+        else:
+            total = q.k * (q.k + 1) / 2
+            truth[qid] = [(q.k - i) / total for i in range(q.k)]
+    return truth
+
+
+def _question_truth(q: Question, given: object) -> list[float]:
+    if not isinstance(given, dict) or not given:
+        raise SimulationError(
+            f'truth.{q.id}: expected an object of option: probability, like {{"yes": 0.3}}'
+        )
+    probs: list[float | None] = [None] * q.k
+    for label, value in given.items():
+        try:
+            index = q.index_of(label)
+        except DeniableError:
+            allowed = ", ".join(q.options)
+            raise SimulationError(
+                f"truth.{q.id}: no option {label!r}; options are {allowed}"
+            ) from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise SimulationError(
+                f"truth.{q.id}.{label}: expected a probability from 0 to 1, got {value!r}"
+            )
+        probs[index] = float(value)
+    given_total = math.fsum(p for p in probs if p is not None)
+    missing = [i for i, p in enumerate(probs) if p is None]
+    if given_total > 1 + 1e-9:
+        raise SimulationError(
+            f"truth.{q.id}: the probabilities add up to {given_total:g}, more than 1"
+        )
+    if not missing and abs(given_total - 1) > 1e-6:
+        raise SimulationError(f"truth.{q.id}: the probabilities add up to {given_total:g}, not 1")
+    rest = max(0.0, 1.0 - given_total) / len(missing) if missing else 0.0
+    return [rest if p is None else p for p in probs]
+
+
+def parse_truth(survey: Survey, text: str | None) -> Truth:
+    """The truth from JSON text or a JSON file; questions not named get the default truth."""
+    truth = default_truth(survey)
+    if text is None:
+        return truth
+    raw = text
+    if not text.lstrip().startswith("{"):
+        try:
+            raw = Path(text).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SimulationError(
+                f"--truth: {text!r} is neither JSON nor a readable file ({exc.strerror})"
+            ) from None
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SimulationError(f"--truth: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise SimulationError("--truth: expected an object of question id: {option: probability}")
+    for qid, given in doc.items():
+        if qid not in survey.questions:
+            raise SimulationError(f"truth.{qid}: no such question in survey {survey.id!r}")
+        truth[qid] = _question_truth(survey.questions[qid], given)
+    return truth
+
+
+def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, int]:
+    """One respondent's true answers (option indices) drawn from the truth."""
+    return {
+        qid: rng.choices(range(q.k), weights=truth[qid])[0] for qid, q in survey.questions.items()
+    }
+
+
+def make_reports(
+    survey: Survey, truth: Truth, n: int, rng: random.Random
+) -> Iterator[dict[str, Any]]:
+    """n signed reports of simulated respondents, each under a fresh key."""
+    for _ in range(n):
+        yield make_report(survey, draw_answers(survey, truth, rng), generate_key())
+
+
+@dataclass
+class Sent:
+    """What happened to the simulated reports."""
+
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    accepted: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def failure_text(self) -> str:
+        """A one-line summary of what was not accepted."""
+        parts = [f"{reason} ({count})" for reason, count in sorted(self.failures.items())]
+        return f"{self.failed} of {len(self.reports)} reports were not accepted: " + "; ".join(
+            parts
+        )
+
+
+def fetch_survey(url: str, survey_id: str) -> tuple[Api, Survey]:
+    """The client library's HTTP layer for the server, and the published survey."""
+    api = Api(normalize_url(url), make_session())
+    return api, api.fetch_survey(survey_id)
+
+
+def enroll_all(api: Api, survey: Survey, keys: Sequence[Any], codes: Sequence[str]) -> None:
+    """Enroll each key with its own invitation code (invite-only surveys)."""
+    for key, code in zip(keys, codes, strict=True):
+        api.enroll(survey, key, code)
+
+
+def send(
+    api: Api,
+    survey: Survey,
+    truth: Truth,
+    n: int,
+    *,
+    batch: int = 500,
+    seed: int | None = None,
+    codes: Sequence[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Sent:
+    """Make n simulated respondents and post their reports in batches; the outcome counts."""
+    if n < 1:
+        raise SimulationError("--respondents: expected at least 1")
+    rng = random.Random(seed)
+    sent = Sent()
+    done = 0
+    while done < n:
+        size = min(batch, n - done)
+        keys = [generate_key() for _ in range(size)]
+        if survey.enrollment == "invite":
+            if codes is None:
+                raise SimulationError(
+                    f"survey {survey.id!r} is invite-only: give --token so the simulator can issue invitation codes"
+                )
+            enroll_all(api, survey, keys, codes[done : done + size])
+        reports = [make_report(survey, draw_answers(survey, truth, rng), key) for key in keys]
+        for outcome in api.post_reports(reports):
+            if outcome.result == "accepted":
+                sent.accepted += 1
+            else:
+                reason = f"{outcome.result}: {outcome.reason}" if outcome.reason else outcome.result
+                sent.failures[reason] = sent.failures.get(reason, 0) + 1
+        sent.reports.extend(reports)
+        done += size
+        if progress is not None:
+            progress(size)
+    return sent
+
+
+def comparison(survey: Survey, truth: Truth, results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per option: truth beside the estimate and its interval, and whether the interval holds it."""
+    rows = []
+    for entry in results["questions"]:
+        probs = truth[entry["id"]]
+        for i, option in enumerate(entry["options"]):
+            t = probs[i]
+            rows.append(
+                {
+                    "question": entry["id"],
+                    "option": option["option"],
+                    "truth": t,
+                    "estimate": option["estimate"],
+                    "ci_low": option["ci_low"],
+                    "ci_high": option["ci_high"],
+                    "covered": option["ci_low"] <= t <= option["ci_high"],
+                }
+            )
+    return rows
+
+
+def format_comparison(rows: Sequence[Mapping[str, Any]], confidence: float) -> str:
+    """The comparison as a text table."""
+    qw = max([8, *(len(r["question"]) for r in rows)])
+    ow = max([6, *(len(str(r["option"])) for r in rows)])
+    head = f"{'question':<{qw}}  {'option':<{ow}}  {'truth':>7}  {'estimate':>8}  {f'{confidence:.0%} interval':>18}  "
+    lines = [head + "holds truth"]
+    for r in rows:
+        est = "—" if r["estimate"] is None else f"{r['estimate']:.4f}"
+        interval = f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+        lines.append(
+            f"{r['question']:<{qw}}  {str(r['option']):<{ow}}  {r['truth']:>7.4f}  {est:>8}  "
+            f"{interval:>18}  {'yes' if r['covered'] else 'NO'}"
+        )
+    held = sum(r["covered"] for r in rows)
+    lines.append(f"{held} of {len(rows)} intervals hold the truth")
+    return "\n".join(lines)

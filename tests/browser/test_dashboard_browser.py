@@ -1,0 +1,130 @@
+"""The dashboard in a real browser: log in, see charts, create a survey, log out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from deniable.shared import Survey, make_report
+from deniable.shared.signing import generate_key
+
+DOC = {
+    "id": "browser",
+    "title": "Browser survey",
+    "questions": [
+        {"id": "smokes", "text": "Do you smoke?", "type": "binary", "epsilon": 1.0},
+        {
+            "id": "party",
+            "text": "Party?",
+            "type": "categorical",
+            "options": ["A", "B", "C"],
+            "epsilon": 2.0,
+        },
+    ],
+}
+
+
+def fill(server: Any, n: int) -> None:
+    """Post n real signed reports."""
+    survey = Survey.from_dict(server.create_survey(DOC)["survey"])
+    reports = [
+        make_report(survey, {"smokes": i % 3 == 0, "party": "ABB"[i % 3]}, generate_key())
+        for i in range(n)
+    ]
+    response = requests.post(f"{server.url}/api/v1/reports", json={"reports": reports}, timeout=30)
+    assert response.status_code == 200
+    assert all(r["result"] == "accepted" for r in response.json()["results"])
+
+
+def login(page: Any, server: Any, token: str) -> None:
+    page.goto(f"{server.url}/")
+    assert page.url.startswith(f"{server.url}/login")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+
+
+def test_login_chart_create_logout(live_server: Any, page: Any, tmp_path: Path) -> None:
+    fill(live_server, 400)
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith(live_server.url) else outside.append(r.url),
+    )
+    login(page, live_server, "wrong-token")
+    assert page.get_by_role("alert").inner_text().startswith("That token is not valid")
+    login(page, live_server, live_server.token)
+    page.wait_for_url(f"{live_server.url}/")
+    page.screenshot(path=tmp_path / "surveys.png", full_page=True)
+    page.get_by_role("link", name="Browser survey").click()
+    page.wait_for_url(f"{live_server.url}/surveys/browser")
+    charts = page.locator("svg.chart")
+    assert charts.count() == 2
+    assert charts.first.is_visible()
+    assert page.locator("svg.chart rect.bar-est").count() == 5
+    assert "73%" in page.locator(".words").first.inner_text()
+    page.screenshot(path=tmp_path / "survey.png", full_page=True)
+    page.select_option("#confidence", "0.99")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**confidence=0.99**")
+    assert "99% interval" in page.content()
+
+    page.get_by_role("link", name="New survey").first.click()
+    page.get_by_label("Paste the survey JSON").fill('{"id": "bad", "questions": [')
+    page.get_by_role("button", name="Create survey").click()
+    error = page.locator("#document-error")
+    assert "not valid JSON" in error.inner_text()
+    assert (
+        page.get_by_label("Paste the survey JSON").input_value() == '{"id": "bad", "questions": ['
+    )
+    page.screenshot(path=tmp_path / "new-error.png", full_page=True)
+    page.get_by_label("Paste the survey JSON").fill(
+        '{"id": "fresh", "title": "Fresh survey", "questions": '
+        '[{"id": "q", "text": "Q?", "type": "binary", "epsilon": 1}]}'
+    )
+    page.get_by_role("button", name="Create survey").click()
+    page.wait_for_url(f"{live_server.url}/surveys/fresh")
+    assert "No reports yet" in page.content()
+
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(f"{live_server.url}/login")
+    page.goto(f"{live_server.url}/surveys/browser")
+    assert page.url.startswith(f"{live_server.url}/login")
+    assert "Browser survey" not in page.content()
+    page.screenshot(path=tmp_path / "logged-out.png")
+    assert outside == []
+    for name in ("surveys.png", "survey.png", "new-error.png", "logged-out.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_phone_layout_has_no_horizontal_scroll(
+    live_server: Any, browser: Any, tmp_path: Path
+) -> None:
+    fill(live_server, 200)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        login(page, live_server, live_server.token)
+        page.wait_for_url(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/surveys/browser")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390
+        page.keyboard.press("Tab")
+        focused = page.evaluate("document.activeElement.textContent")
+        assert "Skip to content" in focused
+        page.screenshot(path=tmp_path / "phone.png", full_page=True)
+    finally:
+        context.close()
+
+
+def test_survey_page_refreshes_when_reports_arrive(live_server: Any, page: Any) -> None:
+    fill(live_server, 30)
+    login(page, live_server, live_server.token)
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/surveys/browser")
+    assert page.locator("#n").inner_text() == "30"
+    survey = Survey.from_dict(live_server.get("/api/v1/surveys/browser").json()["survey"])
+    more = [make_report(survey, {"smokes": True, "party": "C"}, generate_key()) for _ in range(5)]
+    requests.post(f"{live_server.url}/api/v1/reports", json={"reports": more}, timeout=30)
+    page.wait_for_function("document.getElementById('n').textContent === '35'", timeout=20_000)

@@ -68,7 +68,7 @@ SURVEY = {
 }
 
 BARE_APP = textwrap.dedent(
-    '''
+    """
     from flask import Flask, jsonify, request
 
     def create_app():
@@ -83,7 +83,7 @@ BARE_APP = textwrap.dedent(
             return jsonify({"report_id": body.get("report_id"), "result": "accepted"}), 201
 
         return app
-    '''
+    """
 )
 
 
@@ -218,13 +218,17 @@ def verify_ceiling(processes: int, seconds: float = 2.0) -> float:
     return sum(rates)
 
 
-def run_aggregator(workers: int, bodies: Sequence[bytes], batch: int, clients: int, env: dict) -> dict:
+def run_aggregator(
+    workers: int, bodies: Sequence[bytes], batch: int, clients: int, env: dict
+) -> dict:
     data = Path(tempfile.mkdtemp(prefix="deniable-bench-"))
     env = dict(env, DENIABLE_DATA_DIR=str(data))
     try:
         single_doc = dict(SURVEY)
         (data / "survey.json").write_text(json.dumps(single_doc))
-        subprocess.run([str(BIN / "deniable-aggregator"), "init-db"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [str(BIN / "deniable-aggregator"), "init-db"], env=env, check=True, capture_output=True
+        )
         subprocess.run(
             [str(BIN / "deniable-aggregator"), "create-survey", str(data / "survey.json")],
             env=env,
@@ -237,7 +241,9 @@ def run_aggregator(workers: int, bodies: Sequence[bytes], batch: int, clients: i
             server.wait("/healthz")
             single = load(server.port, bodies[:half], clients)
             batches = [
-                json.dumps({"reports": [json.loads(b) for b in bodies[half + i : half + i + batch]]}).encode()
+                json.dumps(
+                    {"reports": [json.loads(b) for b in bodies[half + i : half + i + batch]]}
+                ).encode()
                 for i in range(0, len(bodies) - half, batch)
             ]
             batched = load(server.port, batches, clients)
@@ -252,7 +258,9 @@ def run_bare(workers: int, bodies: Sequence[bytes], clients: int, env: dict) -> 
     folder = Path(tempfile.mkdtemp(prefix="deniable-bare-"))
     try:
         (folder / "bare_app.py").write_text(BARE_APP)
-        server = Server("bare_app:create_app()", workers, dict(env, PYTHONPATH=str(folder)), cwd=folder)
+        server = Server(
+            "bare_app:create_app()", workers, dict(env, PYTHONPATH=str(folder)), cwd=folder
+        )
         try:
             server.wait("/")
             return load(server.port, bodies[: len(bodies) // 2], clients)
@@ -263,20 +271,35 @@ def run_bare(workers: int, bodies: Sequence[bytes], clients: int, env: dict) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reports", type=int, default=6000, help="reports per worker count (half single, half batched)")
-    parser.add_argument("--workers", default="1,2,4", help="gunicorn worker counts, comma-separated")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--reports",
+        type=int,
+        default=6000,
+        help="reports per worker count (half single, half batched)",
+    )
+    parser.add_argument(
+        "--workers", default="1,2,4", help="gunicorn worker counts, comma-separated"
+    )
     parser.add_argument("--batch", type=int, default=500, help="reports per batched POST")
     parser.add_argument("--clients", type=int, default=4, help="load-generating processes")
-    parser.add_argument("--database-url", default=None, help="DENIABLE_DATABASE_URL (default: SQLite)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--database-url", default=None, help="DENIABLE_DATABASE_URL (default: SQLite)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="also write the figures to this file"
+    )
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     if args.database_url:
         env["DENIABLE_DATABASE_URL"] = args.database_url
     command = "python benchmarks/ingest.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"# {command.strip()}")
-    print(f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, backend {'SQLite' if not args.database_url else args.database_url.split(':')[0]}")
+    print(
+        f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, backend {'SQLite' if not args.database_url else args.database_url.split(':')[0]}"
+    )
     rows = []
     for workers in [int(w) for w in args.workers.split(",")]:
         bodies = make_bodies(args.reports)

@@ -35,5 +35,7 @@ def test_the_base_install_pulls_no_server_dependencies():
     base = [Requirement(r) for r in requires("deniable") or []]
     base_names = {r.name.lower() for r in base if r.marker is None}
     assert base_names == {"requests", "cryptography", "click", "platformdirs"}
-    server = {r.name.lower() for r in base if r.marker and r.marker.evaluate({"extra": "aggregator"})}
+    server = {
+        r.name.lower() for r in base if r.marker and r.marker.evaluate({"extra": "aggregator"})
+    }
     assert {"flask", "numpy", "sqlite-utils"} <= server

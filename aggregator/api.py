@@ -1,0 +1,164 @@
+"""The JSON API (v1), exactly as DESIGN's HTTP API table lists it."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from importlib import resources
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+from deniable.aggregator import surveys
+from deniable.aggregator.auth import researcher_required
+from deniable.aggregator.bodies import json_body
+from deniable.aggregator.db import get_store, provider
+from deniable.aggregator.estimate import results_csv
+from deniable.aggregator.ingest import ingest
+from deniable.aggregator.problems import Problem
+from deniable.aggregator.store import StoreError
+from deniable.shared.errors import SurveyError
+
+bp = Blueprint("api", __name__)
+
+
+@bp.get("/healthz")
+def healthz() -> Any:
+    """Liveness and database check."""
+    try:
+        get_store().ping()
+    except StoreError as exc:
+        raise Problem(503, f"database check failed: {exc}") from None
+    return jsonify(status="ok")
+
+
+@bp.get("/api/v1/openapi.json")
+def openapi() -> Response:
+    """The OpenAPI 3.1 description of this API."""
+    text = resources.files("deniable.aggregator").joinpath("openapi.json").read_text("utf-8")
+    return Response(text, mimetype="application/json")
+
+
+@bp.get("/api/v1/surveys/<survey_id>")
+def get_survey(survey_id: str) -> Any:
+    """The resolved survey and its hash (public: respondents randomize with it)."""
+    return jsonify(surveys.published(surveys.survey_or_404(get_store(), survey_id)))
+
+
+@bp.post("/api/v1/surveys")
+@researcher_required
+def create_survey() -> Any:
+    """Create a survey from its document; the same document again answers 200."""
+    try:
+        record, created = surveys.create_survey(get_store(), json_body())
+    except SurveyError as exc:
+        raise Problem(422, f"invalid survey: {exc}") from None
+    body = {"id": record.id, **surveys.published(record)}
+    response = jsonify(body)
+    response.status_code = 201 if created else 200
+    response.headers["Location"] = url_for("api.get_survey", survey_id=record.id)
+    return response
+
+
+@bp.get("/api/v1/surveys")
+@researcher_required
+def list_surveys() -> Any:
+    """Every survey with its report count."""
+    return jsonify(surveys=[surveys.summary(r) for r in get_store().list_surveys()])
+
+
+@bp.post("/api/v1/surveys/<survey_id>/close")
+@researcher_required
+def close_survey(survey_id: str) -> Any:
+    """Stop accepting reports."""
+    return jsonify(surveys.summary(surveys.close_survey(get_store(), survey_id)))
+
+
+@bp.post("/api/v1/surveys/<survey_id>/invitations")
+@researcher_required
+def invitations(survey_id: str) -> Any:
+    """{"count": n} single-use invitation codes for an invite-only survey."""
+    body = json_body()
+    count = body.get("count") if isinstance(body, dict) else None
+    limit = current_app.config["MAX_INVITATIONS"]
+    codes = surveys.invite(get_store(), survey_id, count, limit=limit)
+    return jsonify(codes=codes), 201
+
+
+@bp.post("/api/v1/surveys/<survey_id>/enrollments")
+def enrollments(survey_id: str) -> Any:
+    """Register a public key with an invitation code and a signature proving the key."""
+    newly = surveys.enroll(get_store(), survey_id, json_body())
+    return jsonify(enrolled=True), 201 if newly else 200
+
+
+@bp.post("/api/v1/reports")
+def reports() -> Any:
+    """One report, or {"reports": [...]}: a result per report."""
+    body = json_body()
+    batch = body.get("reports") if isinstance(body, dict) and set(body) == {"reports"} else None
+    if isinstance(body, list):
+        batch = body
+    if batch is None and isinstance(body, dict) and "reports" in body:
+        raise Problem(422, 'a batch is {"reports": [...]} with a list of reports and nothing else')
+    skew = timedelta(seconds=current_app.config["CLOCK_SKEW"])
+    if batch is not None:
+        limit = current_app.config["MAX_BATCH"]
+        if not isinstance(batch, list) or not batch:
+            raise Problem(422, "reports: expected a non-empty list of reports")
+        if len(batch) > limit:
+            raise Problem(
+                413,
+                f"a batch holds at most {limit} reports, got {len(batch)}; send smaller batches",
+            )
+        outcomes = ingest(get_store(), batch, clock_skew=skew)
+        return jsonify(results=[o.to_dict() for o in outcomes])
+    (outcome,) = ingest(get_store(), body, clock_skew=skew)
+    if outcome.result == "rejected":
+        raise Problem(outcome.status, outcome.reason or "rejected", **outcome.to_dict())
+    return jsonify(outcome.to_dict()), outcome.status
+
+
+def _results_options() -> tuple[float, bool]:
+    default = current_app.config["CONFIDENCE"]
+    confidence = surveys.parse_confidence(request.args.get("confidence"), default)
+    simultaneous = surveys.parse_flag(request.args.get("simultaneous"), "simultaneous")
+    return confidence, simultaneous
+
+
+@bp.get("/api/v1/surveys/<survey_id>/results")
+@researcher_required
+def results(survey_id: str) -> Any:
+    """Estimates with confidence intervals, from the tallies."""
+    confidence, simultaneous = _results_options()
+    doc = surveys.results(get_store(), survey_id, confidence=confidence, simultaneous=simultaneous)
+    return Response(json.dumps(doc), mimetype="application/json")
+
+
+@bp.get("/api/v1/surveys/<survey_id>/results.csv")
+@researcher_required
+def results_as_csv(survey_id: str) -> Any:
+    """The results as CSV, one row per option."""
+    confidence, simultaneous = _results_options()
+    doc = surveys.results(get_store(), survey_id, confidence=confidence, simultaneous=simultaneous)
+    response = Response(results_csv(doc), mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
+    return response
+
+
+@bp.get("/api/v1/surveys/<survey_id>/reports.jsonl")
+@researcher_required
+def reports_jsonl(survey_id: str) -> Any:
+    """Every stored noisy report, one JSON per line, streamed (memory flat in their number)."""
+    surveys.survey_or_404(get_store(), survey_id)
+    stores = provider()
+
+    def lines() -> Any:
+        # The response is sent after the request's context (and its store) is gone.
+        with stores.borrowed() as store:
+            for body in store.iter_report_bodies(survey_id):
+                yield body + "\n"
+
+    response = Response(lines(), mimetype="application/x-ndjson")
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-reports.jsonl"'
+    return response

@@ -1,0 +1,64 @@
+"""The Flask app factory: configuration, the store provider, error handling and blueprints."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+from deniable.aggregator import api, db, problems
+from deniable.aggregator import config as settings
+from deniable.aggregator.dashboard import init_dashboard
+
+SECRET_KEY_FILE = "secret_key"
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """A configured aggregator app: defaults, then DENIABLE_* variables, then `config`.
+
+    No database connection is opened here (each worker opens its own on first use)."""
+    app = Flask(__name__)
+    app.config.from_mapping(settings.defaults())
+    app.config.update(settings.from_env(os.environ))
+    if config:
+        app.config.update(config)
+    app.config.update(settings.resolve(app.config))
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    db.init_app(app)
+    problems.register(app)
+    app.register_blueprint(api.bp)
+    init_dashboard(app)
+
+    @app.before_request
+    def _secret_key() -> None:
+        if not app.secret_key:
+            app.secret_key = load_or_create_secret_key(Path(app.config["DATA_DIR"]))
+
+    return app
+
+
+def load_or_create_secret_key(data_dir: Path) -> str:
+    """The data directory's session-signing key, created (0600) on first use, so every worker
+    and every restart signs sessions alike without DENIABLE_SECRET_KEY."""
+    path = data_dir / SECRET_KEY_FILE
+    try:
+        return path.read_text("ascii").strip()
+    except FileNotFoundError:
+        pass
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(32)
+    draft = data_dir / f".{SECRET_KEY_FILE}.{os.getpid()}"
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key + "\n")
+    try:
+        os.link(draft, path)  # atomic: of two workers racing, one key wins and both read it
+    except FileExistsError:
+        key = path.read_text("ascii").strip()
+    finally:
+        draft.unlink()
+    return key

@@ -1,0 +1,243 @@
+"""`deniable-aggregator`: the operator's and researcher's command line (a Flask CLI group).
+
+Exit codes: 0 success, 1 a failure the user can act on (one line on stderr), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from flask import current_app
+from flask.cli import FlaskGroup
+
+from deniable.aggregator import commands, credentials, demo, surveys
+from deniable.aggregator.app import create_app
+from deniable.aggregator.db import get_store
+from deniable.aggregator.estimate import results_csv
+from deniable.aggregator.serving import serve
+from deniable.shared.errors import DeniableError, SurveyError
+from deniable.shared.survey import Survey
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CLIError(click.ClickException):
+    """A failure the user can act on: `error: ...` on stderr, exit status 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def friendly(command: F) -> F:
+    """Turn the errors a user can act on into one line on stderr, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (DeniableError, sqlite3.Error) as exc:
+            raise CLIError(str(exc)) from None
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise CLIError(f"{exc.strerror or exc}{where}") from None
+
+    return wrapped  # type: ignore[return-value]
+
+
+cli = FlaskGroup(
+    name="deniable-aggregator",
+    help=(
+        "Run the deniable aggregator and work with its surveys. Data lives under "
+        "DENIABLE_DATA_DIR (default ./deniable-data)."
+    ),
+    create_app=create_app,
+    add_default_commands=False,
+    add_version_option=False,
+    load_dotenv=False,
+)
+
+
+@cli.command("run")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@friendly
+def run_command(host: str, port: int) -> None:
+    """Serve the aggregator (werkzeug's threaded server; see deploy/ for gunicorn)."""
+    get_store()  # fail here, with a clear message, if the database cannot be opened
+    click.echo(f"deniable aggregator on http://{host}:{port}", err=True)
+    serve(current_app._get_current_object(), host, port)  # type: ignore[attr-defined]
+
+
+@cli.command("init-db")
+@friendly
+def init_db_command() -> None:
+    """Create the database or bring its schema up to date."""
+    version = get_store().migrate()
+    click.echo(f"database ready under {current_app.config['DATA_DIR']} (schema version {version})")
+
+
+@cli.command("create-token")
+@click.option("--name", default="researcher", show_default=True, help="A label for the token.")
+@friendly
+def create_token_command(name: str) -> None:
+    """Make a researcher token and print it (alone); only its hash is stored."""
+    token = credentials.new_token()
+    get_store().add_token(credentials.digest(token), name, surveys.utc_now())
+    click.echo(token)
+
+
+@cli.command("create-survey")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@friendly
+def create_survey_command(file: Path) -> None:
+    """Create a survey from a JSON document and print its id."""
+    try:
+        doc = json.loads(file.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"{file}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{file}: not UTF-8 text") from None
+    except FileNotFoundError:
+        raise CLIError(f"{file}: no such file") from None
+    try:
+        record, _ = surveys.create_survey(get_store(), doc)
+    except SurveyError as exc:
+        raise CLIError(f"{file}: {exc}") from None
+    click.echo(record.id)
+
+
+@cli.command("invite")
+@click.argument("survey")
+@click.argument("count", type=click.IntRange(1))
+@friendly
+def invite_command(survey: str, count: int) -> None:
+    """Make COUNT single-use invitation codes for an invite-only survey, one per line."""
+    for code in surveys.invite(get_store(), survey, count, limit=sys.maxsize):
+        click.echo(code)
+
+
+@cli.command("close")
+@click.argument("survey")
+@friendly
+def close_command(survey: str) -> None:
+    """Stop accepting reports for a survey."""
+    record = surveys.close_survey(get_store(), survey)
+    click.echo(f"{record.id} closed at {record.closed_at} with {record.report_count} reports")
+
+
+@cli.command("results")
+@click.argument("survey")
+@click.option("--json", "as_json", is_flag=True, help="Print the results JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the results as CSV.")
+@click.option("--confidence", type=float, default=None, help="Confidence level, e.g. 0.95.")
+@click.option("--simultaneous", is_flag=True, help="Intervals that hold for all options at once.")
+@friendly
+def results_command(
+    survey: str, as_json: bool, as_csv: bool, confidence: float | None, simultaneous: bool
+) -> None:
+    """Print a survey's estimates: a table, or --json, or --csv."""
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
+    level = surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
+    doc = surveys.results(get_store(), survey, confidence=level, simultaneous=simultaneous)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    elif as_csv:
+        click.echo(results_csv(doc), nl=False)
+    else:
+        click.echo(results_table(doc))
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def results_table(doc: dict[str, Any]) -> str:
+    """The results as a table a person reads in a terminal."""
+    level = f"{doc['confidence']:.0%}".rstrip()
+    lines = [
+        f"survey {doc['survey']}: {doc['n']} reports, {level} intervals"
+        + (" (simultaneous)" if doc["simultaneous"] else "")
+    ]
+    for q in doc["questions"]:
+        lines.append("")
+        lines.append(f"{q['id']}  ({q['type']}, {q['mechanism']}, epsilon {q['epsilon']:.3g})")
+        width = max(6, *(len(o["option"]) for o in q["options"]))
+        lines.append(
+            f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
+            f"{'interval':>15}  {'count':>9}  {'share':>5}"
+        )
+        for o in q["options"]:
+            interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
+            lines.append(
+                f"  {o['option']:<{width}}  {o['support']:>7}  {_cell(o['estimate']):>8}  "
+                f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
+                f"{_cell(o['share']):>5}"
+            )
+    return "\n".join(lines)
+
+
+@cli.command("demo")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--respondents",
+    default=demo.DEMO_RESPONDENTS,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Simulated respondents, when the demo survey has no reports yet.",
+)
+@click.option("--no-serve", is_flag=True, help="Prepare the demo data and exit.")
+@friendly
+def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None:
+    """Serve an example survey answered by simulated respondents, and print a token."""
+    store = get_store()
+    record, _ = surveys.create_survey(store, demo.demo_survey_doc())
+    survey = Survey.from_dict(record.resolved)
+    if record.report_count == 0:
+        click.echo(f"answering {survey.id!r} with {respondents} simulated respondents...", err=True)
+        demo.fill(store, survey, respondents)
+    token = credentials.new_token()
+    store.add_token(credentials.digest(token), "demo", surveys.utc_now())
+    url = f"http://{host}:{port}"
+    n = store.get_survey(survey.id).report_count  # type: ignore[union-attr]
+    click.echo(f"survey:  {survey.id} ({n} reports; data in {current_app.config['DATA_DIR']})")
+    click.echo(f"url:     {url}/")
+    click.echo(f"token:   {token}")
+    click.echo(
+        f"results: curl -H 'Authorization: Bearer {token}' {url}/api/v1/surveys/{survey.id}/results"
+    )
+    if not no_serve:
+        serve(current_app._get_current_object(), host, port)  # type: ignore[attr-defined]
+
+
+cli.add_command(commands.plan_command)
+cli.add_command(commands.simulate_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: run the group, and turn any unexpected failure into one line."""
+    try:
+        code = cli.main(args=argv, prog_name="deniable-aggregator", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except (DeniableError, sqlite3.Error) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # the last line of defence: no traceback for the user
+        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,112 @@
+"""Aggregator settings: defaults, and the DENIABLE_* environment variables that override them."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from deniable.shared.errors import DeniableError
+
+DEFAULT_DATA_DIR = "./deniable-data"
+
+
+class ConfigError(DeniableError):
+    """A setting has a value the aggregator cannot use; the message names it and what is allowed."""
+
+
+def _whole(name: str, low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            bound = f"from {low}" + (f" to {high}" if high is not None else "")
+            raise ConfigError(f"{name}: expected a whole number {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _confidence(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < 1:
+            raise ConfigError(
+                f"{name}: expected a confidence level between 0 and 1, like 0.95, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+def _synchronous(name: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().upper()
+        if value not in ("FULL", "NORMAL", "EXTRA"):
+            raise ConfigError(f"{name}: expected FULL, NORMAL or EXTRA, got {text!r}")
+        return value
+
+    return parse
+
+
+#: Flask config key -> (environment variable, parser, default).
+SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
+    "DATA_DIR": ("DENIABLE_DATA_DIR", str, DEFAULT_DATA_DIR),
+    "DATABASE_URL": ("DENIABLE_DATABASE_URL", str, None),
+    "MAX_CONTENT_LENGTH": ("DENIABLE_MAX_BODY", _whole("DENIABLE_MAX_BODY", 1024), 8 * 1024 * 1024),
+    # sent_at is truncated to the hour on the device, and an outbox may resend a day later.
+    "CLOCK_SKEW": ("DENIABLE_CLOCK_SKEW", _whole("DENIABLE_CLOCK_SKEW", 3600), 2 * 24 * 3600),
+    "CONFIDENCE": ("DENIABLE_CONFIDENCE", _confidence("DENIABLE_CONFIDENCE"), 0.95),
+    "MAX_BATCH": ("DENIABLE_MAX_BATCH", _whole("DENIABLE_MAX_BATCH", 1, 100_000), 1000),
+    "MAX_INVITATIONS": ("DENIABLE_MAX_INVITATIONS", _whole("DENIABLE_MAX_INVITATIONS", 1), 10_000),
+    "SECRET_KEY": ("DENIABLE_SECRET_KEY", str, None),
+    "BUSY_TIMEOUT": ("DENIABLE_BUSY_TIMEOUT", _whole("DENIABLE_BUSY_TIMEOUT", 0), 10_000),
+    # FULL: an accepted report survives a power cut, as "nothing accepted is ever lost" promises.
+    "SQLITE_SYNCHRONOUS": (
+        "DENIABLE_SQLITE_SYNCHRONOUS",
+        _synchronous("DENIABLE_SQLITE_SYNCHRONOUS"),
+        "FULL",
+    ),
+    "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", str, None),
+}
+
+
+def defaults() -> dict[str, Any]:
+    """Every setting at its default value."""
+    return {key: default for key, (_, _, default) in SETTINGS.items()}
+
+
+def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings given as DENIABLE_* environment variables, parsed; ConfigError if invalid."""
+    found: dict[str, Any] = {}
+    for key, (variable, parse, _) in SETTINGS.items():
+        text = environ.get(variable)
+        if text is not None and text != "":
+            found[key] = parse(text)
+    return found
+
+
+def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Checked, normalized values of settings given directly (e.g. create_app overrides)."""
+    fixed: dict[str, Any] = {}
+    data_dir = config.get("DATA_DIR") or DEFAULT_DATA_DIR
+    fixed["DATA_DIR"] = str(Path(os.fspath(data_dir)).expanduser().absolute())
+    confidence = config.get("CONFIDENCE")
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0 < confidence < 1
+    ):
+        raise ConfigError(f"CONFIDENCE: expected a number between 0 and 1, got {confidence!r}")
+    for key in ("MAX_BATCH", "CLOCK_SKEW", "MAX_INVITATIONS", "BUSY_TIMEOUT"):
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    return fixed

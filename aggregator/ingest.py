@@ -1,0 +1,231 @@
+"""Ingestion: check, verify and store reports, with a result per report. No Flask here.
+
+Checks run cheapest first; the signature is verified once, and the whole batch is stored in one
+transaction. A rejected report changes nothing. A report stored before and sent again with the
+same bytes answers "duplicate" whatever else changed since (the survey closed, its sent_at aged),
+so a client may always resend its outbox safely.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from threading import Lock
+from typing import Any, Literal
+
+from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyRecord
+from deniable.shared.canonical import canonical_json
+from deniable.shared.errors import ReportError, SurveyError
+from deniable.shared.report import (
+    check_answers,
+    check_structure,
+    hour_now,
+    verify_report,
+)
+from deniable.shared.survey import Survey
+
+DEFAULT_CLOCK_SKEW = timedelta(days=2)
+
+Result = Literal["accepted", "duplicate", "rejected"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one report; `status` is the HTTP status a lone report answers with."""
+
+    report_id: str | None
+    result: Result
+    reason: str | None = None
+    status: int = 201
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result object of POST /api/v1/reports (reason only when rejected)."""
+        found: dict[str, Any] = {"report_id": self.report_id, "result": self.result}
+        if self.reason is not None:
+            found["reason"] = self.reason
+        return found
+
+
+class Rejection(Exception):
+    """A report refused before storing, with the HTTP status a lone report gets."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+_STORED: dict[StoreOutcome, Outcome] = {
+    "accepted": Outcome(None, "accepted", None, 201),
+    "duplicate": Outcome(None, "duplicate", None, 200),
+    "conflict": Outcome(
+        None,
+        "rejected",
+        "report_id: already used by a different report; a sent report is never changed, "
+        "send a new report with a new report_id",
+        409,
+    ),
+    "answered": Outcome(
+        None,
+        "rejected",
+        "public_key: this key already answered this survey; each respondent answers once",
+        409,
+    ),
+    "closed": Outcome(None, "rejected", "survey: closed; it no longer accepts reports", 409),
+}
+
+
+class SurveyCache:
+    """Parsed Survey objects by hash: a survey never changes once created, so its hash names it."""
+
+    def __init__(self, size: int = 256):
+        self._size = size
+        self._surveys: OrderedDict[str, Survey] = OrderedDict()
+        self._lock = Lock()
+
+    def survey(self, record: SurveyRecord) -> Survey:
+        """The parsed survey of a stored record."""
+        with self._lock:
+            found = self._surveys.get(record.hash)
+            if found is not None:
+                self._surveys.move_to_end(record.hash)
+                return found
+        survey = Survey.from_dict(record.resolved)
+        with self._lock:
+            self._surveys[record.hash] = survey
+            while len(self._surveys) > self._size:
+                self._surveys.popitem(last=False)
+        return survey
+
+
+SURVEYS = SurveyCache()
+
+
+def _report_id_of(value: object) -> str | None:
+    if isinstance(value, dict) and isinstance(value.get("report_id"), str):
+        return value["report_id"][:128]
+    return None
+
+
+def _closed_reason(record: SurveyRecord, survey: Survey, now: datetime) -> str | None:
+    if record.closed:
+        return (
+            f"survey: {record.id!r} was closed on {record.closed_at}; it no longer accepts reports"
+        )
+    if survey.is_closed(now):
+        return f"survey: {record.id!r} closed at {survey.to_dict()['closes_at']}; it no longer accepts reports"
+    return None
+
+
+class _Checker:
+    """The checks of one ingest call, remembering the surveys it looked up."""
+
+    def __init__(self, store: Store, now: datetime, skew: timedelta, cache: SurveyCache):
+        self.store = store
+        self.now = now
+        self.skew = skew
+        self.cache = cache
+        self.records: dict[str, tuple[SurveyRecord, Survey] | None] = {}
+
+    def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey] | None:
+        if survey_id not in self.records:
+            record = self.store.get_survey(survey_id)
+            self.records[survey_id] = (
+                None if record is None else (record, self.cache.survey(record))
+            )
+        return self.records[survey_id]
+
+    def check(self, value: object) -> NewReport:
+        """The report ready to store, or Rejection saying why not."""
+        try:
+            report = check_structure(value)
+        except ReportError as exc:
+            raise Rejection(422, str(exc)) from None
+        found = self.lookup(report["survey"])
+        if found is None:
+            raise Rejection(
+                404,
+                f"survey: no survey {report['survey']!r} on this aggregator; check the survey id",
+            )
+        record, survey = found
+        closed = _closed_reason(record, survey, self.now)
+        if closed:
+            raise Rejection(409, closed)
+        if report["survey_hash"] != record.hash:
+            raise Rejection(
+                409,
+                "survey_hash: does not match the survey as published; fetch the survey again "
+                "and answer that version",
+            )
+        try:
+            check_answers(survey, report["answers"])
+        except ReportError as exc:
+            raise Rejection(422, str(exc)) from None
+        sent_at = datetime.fromisoformat(report["sent_at"])  # its format was checked above
+        if abs(sent_at - self.now) > self.skew:
+            hours = int(self.skew.total_seconds() // 3600)
+            raise Rejection(
+                422,
+                f"sent_at: {report['sent_at']} is more than {hours} hours from the aggregator's "
+                f"clock ({hour_now(self.now)}); check the device's clock and send a fresh report",
+            )
+        try:
+            verify_report(report)
+        except ReportError as exc:
+            raise Rejection(422, str(exc)) from None
+        if survey.enrollment == "invite" and not self.store.is_enrolled(
+            survey.id, report["public_key"]
+        ):
+            raise Rejection(
+                403,
+                "public_key: not enrolled in this invite-only survey; enroll the key with an "
+                "invitation code first",
+            )
+        support = {qid: q.supports(report["answers"][qid]) for qid, q in survey.questions.items()}
+        return NewReport(
+            report_id=report["report_id"],
+            survey_id=survey.id,
+            public_key=report["public_key"],
+            body=canonical_json(report).decode("utf-8"),
+            support=support,
+        )
+
+
+def ingest(
+    store: Store,
+    value: object,
+    *,
+    clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
+    now: datetime | None = None,
+    cache: SurveyCache = SURVEYS,
+) -> list[Outcome]:
+    """Check, verify and store one report (a dict) or a batch (a list); an Outcome per report,
+    in order. Valid reports of a batch are stored together even when others are rejected."""
+    items = value if isinstance(value, list) else [value]
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    checker = _Checker(store, moment, clock_skew, cache)
+    outcomes: list[Outcome | None] = [None] * len(items)
+    ready: list[tuple[int, NewReport]] = []
+    for i, item in enumerate(items):
+        try:
+            ready.append((i, checker.check(item)))
+        except Rejection as exc:
+            outcomes[i] = _resent_or_rejected(store, item, exc)
+        except (SurveyError, ValueError) as exc:  # a stored survey that no longer parses
+            outcomes[i] = Outcome(_report_id_of(item), "rejected", f"survey: {exc}", 409)
+    stored = store.add_reports([new for _, new in ready], hour_now(moment))
+    for (i, new), result in zip(ready, stored, strict=True):
+        template = _STORED[result]
+        outcomes[i] = Outcome(new.report_id, template.result, template.reason, template.status)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _resent_or_rejected(store: Store, item: object, rejection: Rejection) -> Outcome:
+    """ "duplicate" if these exact bytes were stored before, else the rejection."""
+    report_id = _report_id_of(item)
+    if report_id is not None:
+        body = store.report_body(report_id)
+        if body is not None and body == canonical_json(item).decode("utf-8"):
+            return Outcome(report_id, "duplicate", None, 200)
+    return Outcome(report_id, "rejected", rejection.reason, rejection.status)

@@ -1,0 +1,357 @@
+"""The SQLite store: one file under the data directory, WAL, versioned schema migrations.
+
+Each connection runs in driver autocommit mode, and every write section starts with
+BEGIN IMMEDIATE: it takes the write lock before reading, so two processes never both read,
+then both fail to upgrade a deferred transaction. Readers are never blocked (WAL).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from deniable.aggregator.store import (
+    EnrollOutcome,
+    NewReport,
+    Store,
+    StoreError,
+    StoreOutcome,
+    SurveyRecord,
+)
+
+DB_FILE = "deniable.db"
+
+
+def _schema_1(db: Database) -> None:
+    """Surveys, reports, tallies, researcher tokens, invitations and enrollments."""
+    db["surveys"].create(
+        {
+            "id": str,
+            "resolved": str,
+            "hash": str,
+            "created_at": str,
+            "closed_at": str,
+            "report_count": int,
+        },
+        pk="id",
+        not_null={"resolved", "hash", "created_at", "report_count"},
+        defaults={"report_count": 0},
+    )
+    # No IP address, no user agent, and the arrival time only to the hour.
+    db["reports"].create(
+        {
+            "seq": int,
+            "report_id": str,
+            "survey_id": str,
+            "public_key": str,
+            "body": str,
+            "received_hour": str,
+        },
+        pk="seq",
+        not_null={"report_id", "survey_id", "public_key", "body", "received_hour"},
+        foreign_keys=[("survey_id", "surveys", "id")],
+    )
+    db["reports"].create_index(["report_id"], unique=True, index_name="reports_report_id")
+    db["reports"].create_index(
+        ["survey_id", "public_key"], unique=True, index_name="reports_one_per_key"
+    )
+    db["reports"].create_index(["survey_id", "seq"], index_name="reports_by_survey")
+    db["tallies"].create(
+        {"survey_id": str, "question_id": str, "option_index": int, "support": int},
+        pk=("survey_id", "question_id", "option_index"),
+        not_null={"support"},
+        defaults={"support": 0},
+        foreign_keys=[("survey_id", "surveys", "id")],
+    )
+    db["tokens"].create({"hash": str, "name": str, "created_at": str}, pk="hash")
+    # Which code enrolled which key is never stored: codes go to identifiable people.
+    db["invitations"].create(
+        {"hash": str, "survey_id": str, "used": int, "created_at": str},
+        pk="hash",
+        not_null={"survey_id", "used"},
+        defaults={"used": 0},
+        foreign_keys=[("survey_id", "surveys", "id")],
+    )
+    db["invitations"].create_index(["survey_id"], index_name="invitations_by_survey")
+    db["enrollments"].create(
+        {"survey_id": str, "public_key": str},
+        pk=("survey_id", "public_key"),
+        foreign_keys=[("survey_id", "surveys", "id")],
+    )
+
+
+#: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1,)
+
+
+class SQLiteStore(Store):
+    """The Store on one SQLite file; one instance per thread (connections are not shared)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: int = 10_000, synchronous: str = "FULL"):
+        self.path = Path(path)
+        try:
+            # Lent to one thread at a time by the app's pool, so not bound to its first thread.
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                timeout=busy_timeout / 1000,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self.db = Database(conn, execute_plugins=False)
+            self.db.enable_wal()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from None
+        self.conn = conn
+
+    @classmethod
+    def in_data_dir(cls, data_dir: str | Path, **options: object) -> SQLiteStore:
+        """The store in `data_dir` (created if missing)."""
+        directory = Path(data_dir)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the data directory {directory}: {exc.strerror}; "
+                "set DENIABLE_DATA_DIR to a writable directory"
+            ) from None
+        return cls(directory / DB_FILE, **options)  # type: ignore[arg-type]
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+
+    # lifecycle
+    def schema_version(self) -> int:
+        """The number of migrations applied to this database."""
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def migrate(self) -> int:
+        with self._write():
+            version = self.schema_version()
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the database {self.path} has schema version {version}, newer than this "
+                    f"aggregator knows ({len(MIGRATIONS)}); upgrade deniable"
+                )
+            for number in range(version, len(MIGRATIONS)):
+                MIGRATIONS[number](self.db)
+                self.conn.execute(f"PRAGMA user_version = {number + 1}")
+        return len(MIGRATIONS)
+
+    def ping(self) -> None:
+        try:
+            self.conn.execute("SELECT count(*) FROM surveys").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"database check failed: {exc}") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # surveys
+    _SURVEY_COLUMNS = "id, resolved, hash, created_at, closed_at, report_count"
+
+    def create_survey(
+        self,
+        survey_id: str,
+        resolved_json: str,
+        survey_hash: str,
+        questions: Mapping[str, int],
+        now: str,
+    ) -> bool:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO surveys (id, resolved, hash, created_at, report_count) VALUES (?, ?, ?, ?, 0)",
+                    (survey_id, resolved_json, survey_hash, now),
+                )
+            except sqlite3.IntegrityError:
+                return False
+            conn.executemany(
+                "INSERT INTO tallies (survey_id, question_id, option_index, support) VALUES (?, ?, ?, 0)",
+                [(survey_id, qid, i) for qid, k in questions.items() for i in range(k)],
+            )
+        return True
+
+    def get_survey(self, survey_id: str) -> SurveyRecord | None:
+        row = self.conn.execute(
+            f"SELECT {self._SURVEY_COLUMNS} FROM surveys WHERE id = ?", (survey_id,)
+        ).fetchone()
+        return SurveyRecord(*row) if row else None
+
+    def list_surveys(self) -> list[SurveyRecord]:
+        rows = self.conn.execute(
+            f"SELECT {self._SURVEY_COLUMNS} FROM surveys ORDER BY created_at, id"
+        ).fetchall()
+        return [SurveyRecord(*row) for row in rows]
+
+    def close_survey(self, survey_id: str, now: str) -> SurveyRecord | None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE surveys SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
+                (now, survey_id),
+            )
+        return self.get_survey(survey_id)
+
+    # reports
+    def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
+        outcomes: list[StoreOutcome] = []
+        if not reports:
+            return outcomes
+        increments: Counter[tuple[str, str, int]] = Counter()
+        added: Counter[str] = Counter()
+        with self._write() as conn:
+            open_surveys: dict[str, bool] = {}
+            for report in reports:
+                sid = report.survey_id
+                if sid not in open_surveys:
+                    row = conn.execute(
+                        "SELECT closed_at FROM surveys WHERE id = ?", (sid,)
+                    ).fetchone()
+                    open_surveys[sid] = row is not None and row[0] is None
+                if not open_surveys[sid]:
+                    outcomes.append(self._seen_before(report) or "closed")
+                    continue
+                try:
+                    conn.execute(
+                        "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (report.report_id, sid, report.public_key, report.body, received_hour),
+                    )
+                except sqlite3.IntegrityError:
+                    # The statement alone is undone; the batch's transaction goes on.
+                    seen = self._seen_before(report) or self._answered(report)
+                    if seen is None:
+                        raise
+                    outcomes.append(seen)
+                    continue
+                outcomes.append("accepted")
+                added[sid] += 1
+                for qid, options in report.support.items():
+                    for option in options:
+                        increments[(sid, qid, option)] += 1
+            conn.executemany(
+                "UPDATE tallies SET support = support + ? "
+                "WHERE survey_id = ? AND question_id = ? AND option_index = ?",
+                [(n, sid, qid, option) for (sid, qid, option), n in increments.items()],
+            )
+            conn.executemany(
+                "UPDATE surveys SET report_count = report_count + ? WHERE id = ?",
+                [(n, sid) for sid, n in added.items()],
+            )
+        return outcomes
+
+    def _seen_before(self, report: NewReport) -> StoreOutcome | None:
+        body = self.report_body(report.report_id)
+        if body is None:
+            return None
+        return "duplicate" if body == report.body else "conflict"
+
+    def _answered(self, report: NewReport) -> StoreOutcome | None:
+        row = self.conn.execute(
+            "SELECT 1 FROM reports WHERE survey_id = ? AND public_key = ?",
+            (report.survey_id, report.public_key),
+        ).fetchone()
+        return "answered" if row else None
+
+    def report_body(self, report_id: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT body FROM reports WHERE report_id = ?", (report_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT report_count FROM surveys WHERE id = ?", (survey_id,)
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT question_id, option_index, support FROM tallies "
+                "WHERE survey_id = ? ORDER BY question_id, option_index",
+                (survey_id,),
+            ).fetchall()
+        support: dict[str, list[int]] = {}
+        for qid, _, count in rows:
+            support.setdefault(qid, []).append(count)
+        return (row[0] if row else 0), support
+
+    def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                "SELECT seq, body FROM reports WHERE survey_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (survey_id, last, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            for _, body in rows:
+                yield body
+            last = rows[-1][0]
+
+    # researchers
+    def add_token(self, token_hash: str, name: str, now: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO tokens (hash, name, created_at) VALUES (?, ?, ?)",
+                (token_hash, name, now),
+            )
+
+    def token_hashes(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT hash FROM tokens")]
+
+    # invite-only surveys
+    def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO invitations (hash, survey_id, used, created_at) VALUES (?, ?, 0, ?)",
+                [(h, survey_id, now) for h in code_hashes],
+            )
+
+    def enroll(self, survey_id: str, public_key: str, code_hash: str) -> EnrollOutcome:
+        with self._write() as conn:
+            if self.is_enrolled(survey_id, public_key):
+                return "already"
+            row = conn.execute(
+                "SELECT used FROM invitations WHERE hash = ? AND survey_id = ?",
+                (code_hash, survey_id),
+            ).fetchone()
+            if row is None:
+                return "unknown-code"
+            if row[0]:
+                return "used-code"
+            conn.execute("UPDATE invitations SET used = 1 WHERE hash = ?", (code_hash,))
+            conn.execute(
+                "INSERT INTO enrollments (survey_id, public_key) VALUES (?, ?)",
+                (survey_id, public_key),
+            )
+        return "enrolled"
+
+    def is_enrolled(self, survey_id: str, public_key: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM enrollments WHERE survey_id = ? AND public_key = ?",
+            (survey_id, public_key),
+        ).fetchone()
+        return row is not None

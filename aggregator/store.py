@@ -1,0 +1,160 @@
+"""The storage interface: the few operations the aggregator needs, whatever database is behind it.
+
+SQLite (sqlite_store.py) implements it; a server database can implement the same class for
+deployments that outgrow one machine. Every method is one short transaction; the one that
+writes reports takes the write lock up front and stores a batch, its tally increments and the
+report counts together, so an accepted report is never lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deniable.shared.errors import DeniableError
+
+
+class StoreError(DeniableError):
+    """The database cannot be used (unreachable, newer schema, unsupported URL...)."""
+
+
+@dataclass(frozen=True)
+class SurveyRecord:
+    """A stored survey: its resolved form and hash, and the aggregator's state about it."""
+
+    id: str
+    resolved_json: str
+    hash: str
+    created_at: str
+    closed_at: str | None
+    report_count: int
+
+    @property
+    def resolved(self) -> dict[str, Any]:
+        """The resolved survey document (`Survey.to_dict()` when it was created)."""
+        return json.loads(self.resolved_json)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the survey was closed by hand (closes_at is the Survey's business)."""
+        return self.closed_at is not None
+
+
+@dataclass(frozen=True)
+class NewReport:
+    """A checked, verified report ready to store, with the options each answer supports."""
+
+    report_id: str
+    survey_id: str
+    public_key: str
+    body: str
+    support: Mapping[str, Sequence[int]] = field(repr=False)
+
+
+#: What storing one report did: stored, already stored (same body), the report_id taken by a
+#: different body, the key already answered the survey, or the survey closed meanwhile.
+StoreOutcome = Literal["accepted", "duplicate", "conflict", "answered", "closed"]
+EnrollOutcome = Literal["enrolled", "already", "unknown-code", "used-code"]
+
+
+class Store(ABC):
+    """Narrow storage interface of the aggregator."""
+
+    @abstractmethod
+    def migrate(self) -> int:
+        """Bring the schema to the current version; returns that version."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise StoreError unless the database answers."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection."""
+
+    # surveys
+    @abstractmethod
+    def create_survey(
+        self,
+        survey_id: str,
+        resolved_json: str,
+        survey_hash: str,
+        questions: Mapping[str, int],
+        now: str,
+    ) -> bool:
+        """Store a new survey with zero tallies (questions: id -> option count, in order);
+        False when the id is taken."""
+
+    @abstractmethod
+    def get_survey(self, survey_id: str) -> SurveyRecord | None:
+        """The survey, or None."""
+
+    @abstractmethod
+    def list_surveys(self) -> list[SurveyRecord]:
+        """Every survey, oldest first."""
+
+    @abstractmethod
+    def close_survey(self, survey_id: str, now: str) -> SurveyRecord | None:
+        """Stop accepting reports (idempotent); the updated survey, or None if unknown."""
+
+    # reports
+    @abstractmethod
+    def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
+        """Store a batch in one transaction, in order, each checked for duplicates and replays,
+        with its tally increments and report count; an outcome per report. The arrival time is
+        kept to the hour only (a finer time helps link a report to a person)."""
+
+    @abstractmethod
+    def report_body(self, report_id: str) -> str | None:
+        """The stored canonical body of a report, or None."""
+
+    @abstractmethod
+    def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
+        """(number of reports, question id -> support count per option), one consistent read."""
+
+    @abstractmethod
+    def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
+        """Every stored report body of a survey in arrival order, fetched `chunk` rows at a time."""
+
+    # researchers
+    @abstractmethod
+    def add_token(self, token_hash: str, name: str, now: str) -> None:
+        """Remember a researcher token by its hash."""
+
+    @abstractmethod
+    def token_hashes(self) -> list[str]:
+        """The hashes of every researcher token."""
+
+    # invite-only surveys
+    @abstractmethod
+    def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
+        """Remember single-use invitation codes by their hashes."""
+
+    @abstractmethod
+    def enroll(self, survey_id: str, public_key: str, code_hash: str) -> EnrollOutcome:
+        """Spend an invitation code to enroll a key, atomically; a key already enrolled keeps
+        its enrollment and spends nothing. Which code enrolled which key is never stored."""
+
+    @abstractmethod
+    def is_enrolled(self, survey_id: str, public_key: str) -> bool:
+        """Whether the key may report to the invite-only survey."""
+
+
+def open_store(config: Mapping[str, Any]) -> Store:
+    """The store the configuration names (SQLite under DATA_DIR unless DATABASE_URL says else)."""
+    url = config.get("DATABASE_URL")
+    if url:
+        raise StoreError(
+            f"DENIABLE_DATABASE_URL={url.split('://')[0]}://...: this aggregator supports only its "
+            "SQLite store so far; unset DENIABLE_DATABASE_URL to use SQLite under DENIABLE_DATA_DIR"
+        )
+    from deniable.aggregator.sqlite_store import SQLiteStore
+
+    return SQLiteStore.in_data_dir(
+        config["DATA_DIR"],
+        busy_timeout=config.get("BUSY_TIMEOUT", 10_000),
+        synchronous=config.get("SQLITE_SYNCHRONOUS", "FULL"),
+    )

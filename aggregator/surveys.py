@@ -1,0 +1,204 @@
+"""What researchers and respondents do to surveys, over a Store: shared by the API and the CLI.
+
+Plain functions without Flask; a refusal is an ActionError carrying the HTTP status it maps to.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from deniable.aggregator import credentials
+from deniable.aggregator.estimate import results_document
+from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.store import Store, SurveyRecord
+from deniable.shared import signing
+from deniable.shared.canonical import canonical_json
+from deniable.shared.errors import DeniableError
+from deniable.shared.survey import Survey
+
+
+class ActionError(DeniableError):
+    """A refused action; `status` is the HTTP status it answers with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def utc_now() -> str:
+    """The current UTC time to the second, as stored for surveys and tokens."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def survey_or_404(store: Store, survey_id: str) -> SurveyRecord:
+    """The stored survey, or ActionError 404."""
+    record = store.get_survey(survey_id)
+    if record is None:
+        raise ActionError(404, f"no survey {survey_id!r} on this aggregator; check the survey id")
+    return record
+
+
+def published(record: SurveyRecord) -> dict[str, Any]:
+    """What GET /api/v1/surveys/<id> answers: the resolved survey and its hash."""
+    return {"survey": record.resolved, "survey_hash": record.hash}
+
+
+def summary(record: SurveyRecord) -> dict[str, Any]:
+    """A survey as listed for researchers, with its report count and state."""
+    survey = SURVEYS.survey(record)
+    closes_at = record.resolved.get("closes_at")
+    return {
+        "id": record.id,
+        "title": survey.title,
+        "enrollment": survey.enrollment,
+        "survey_hash": record.hash,
+        "epsilon": survey.epsilon,
+        "created_at": record.created_at,
+        "closes_at": closes_at,
+        "closed": record.closed or survey.is_closed(),
+        "closed_at": record.closed_at,
+        "report_count": record.report_count,
+    }
+
+
+def create_survey(store: Store, doc: object) -> tuple[SurveyRecord, bool]:
+    """Validate, resolve and store a survey document; (the record, whether it is new).
+
+    The same document again is not an error (the record comes back, not new); another survey
+    under an existing id is ActionError 409. An invalid document raises SurveyError."""
+    survey = Survey.from_dict(doc)
+    resolved = survey.to_dict()
+    created = store.create_survey(
+        survey.id,
+        canonical_json(resolved).decode("utf-8"),
+        survey.hash,
+        {qid: q.k for qid, q in survey.questions.items()},
+        utc_now(),
+    )
+    record = survey_or_404(store, survey.id)
+    if not created and record.hash != survey.hash:
+        raise ActionError(
+            409,
+            f"a different survey {survey.id!r} already exists; surveys never change once "
+            "created, so give the new one another id",
+        )
+    return record, created
+
+
+def close_survey(store: Store, survey_id: str) -> SurveyRecord:
+    """Stop accepting reports (closing twice is fine)."""
+    record = store.close_survey(survey_id, utc_now())
+    if record is None:
+        raise ActionError(404, f"no survey {survey_id!r} on this aggregator; check the survey id")
+    return record
+
+
+def invite(store: Store, survey_id: str, count: object, *, limit: int = 10_000) -> list[str]:
+    """`count` new single-use invitation codes for an invite-only survey (stored hashed)."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
+        raise ActionError(422, f"count: expected a whole number from 1 to {limit}, got {count!r}")
+    record = survey_or_404(store, survey_id)
+    survey = SURVEYS.survey(record)
+    if survey.enrollment != "invite":
+        raise ActionError(
+            409,
+            f"survey {survey_id!r} is open to everyone and needs no invitations; "
+            'make invite-only surveys with "enrollment": "invite"',
+        )
+    codes = [credentials.new_invitation_code() for _ in range(count)]
+    store.add_invitations(survey_id, [credentials.digest(c) for c in codes], utc_now())
+    return codes
+
+
+def enrollment_proof(survey: Survey, public_key: str, invitation: str) -> bytes:
+    """The bytes an enrolling device signs to prove it holds the key."""
+    return canonical_json(
+        {
+            "purpose": "enroll",
+            "survey": survey.id,
+            "survey_hash": survey.hash,
+            "public_key": public_key,
+            "invitation": invitation,
+        }
+    )
+
+
+def enroll(store: Store, survey_id: str, body: object) -> bool:
+    """Register a public key for an invite-only survey with a code; True if newly enrolled,
+    False if the key was enrolled already (no code is spent then)."""
+    record = survey_or_404(store, survey_id)
+    survey = SURVEYS.survey(record)
+    if not isinstance(body, dict):
+        raise ActionError(422, "expected a JSON object with public_key, invitation and signature")
+    fields = ("public_key", "invitation", "signature")
+    for name in fields:
+        value = body.get(name)
+        if not isinstance(value, str) or not value or len(value) > 256:
+            raise ActionError(422, f"{name}: expected a non-empty string")
+    extra = sorted(set(body) - set(fields))
+    if extra:
+        raise ActionError(422, f"{str(extra[0])[:40]}: unknown field; send {', '.join(fields)}")
+    if survey.enrollment != "invite":
+        raise ActionError(
+            409, f"survey {survey_id!r} is open to everyone; answer it without an invitation"
+        )
+    if record.closed or survey.is_closed():
+        raise ActionError(409, f"survey {survey_id!r} is closed; it no longer enrolls anyone")
+    public_key, code = body["public_key"], body["invitation"]
+    proof = enrollment_proof(survey, public_key, code)
+    if not signing.verify(public_key, body["signature"], proof):
+        raise ActionError(
+            422,
+            "signature: does not verify; sign the canonical JSON of purpose, survey, survey_hash, "
+            "public_key and invitation with the key being enrolled",
+        )
+    outcome = store.enroll(
+        survey_id, public_key, credentials.digest(credentials.normalize_code(code))
+    )
+    if outcome == "unknown-code":
+        raise ActionError(
+            403, "invitation: not a valid invitation code for this survey; check the code"
+        )
+    if outcome == "used-code":
+        raise ActionError(
+            409, "invitation: this code was already used; each code enrolls one device"
+        )
+    return outcome == "enrolled"
+
+
+def parse_confidence(text: object, default: float) -> float:
+    """A confidence level from a query string or option (strictly between 0 and 1)."""
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 < value < 1:
+        raise ActionError(
+            400, f"confidence: expected a level between 0 and 1, like 0.95, got {text!r}"
+        )
+    return value
+
+
+def parse_flag(text: object, name: str) -> bool:
+    """A true/false query parameter."""
+    if text is None or text == "":
+        return False
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ActionError(400, f"{name}: expected true or false, got {text!r}")
+
+
+def results(
+    store: Store, survey_id: str, *, confidence: float = 0.95, simultaneous: bool = False
+) -> dict[str, Any]:
+    """The results JSON of a survey, from its tallies (cost independent of the number of reports)."""
+    record = survey_or_404(store, survey_id)
+    survey = SURVEYS.survey(record)
+    n, support = store.tallies(survey_id)
+    return results_document(survey, n, support, confidence=confidence, simultaneous=simultaneous)

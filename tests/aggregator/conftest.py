@@ -1,0 +1,124 @@
+"""Fixtures for the aggregator's own tests: an app on a temporary data dir, its clients, surveys."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from flask import Flask
+from flask.testing import FlaskClient, FlaskCliRunner
+
+from deniable.aggregator import create_app, credentials
+from deniable.aggregator.db import get_store
+from deniable.aggregator.sqlite_store import SQLiteStore
+from deniable.aggregator.store import Store
+from deniable.aggregator.surveys import create_survey
+from deniable.shared import Survey, make_report
+from deniable.shared.signing import generate_key
+
+TOKEN = "test-researcher-token"
+
+SURVEY_DOC: dict[str, Any] = {
+    "id": "habits",
+    "title": "Habits",
+    "enrollment": "open",
+    "questions": [
+        {"id": "smokes", "text": "Do you smoke?", "type": "binary", "epsilon": 1.0},
+        {
+            "id": "cheated",
+            "text": "Ever cheated?",
+            "type": "binary",
+            "mechanism": "coins",
+            "coins": {"truth": 0.5, "yes": 0.5},
+        },
+        {
+            "id": "party",
+            "text": "Which party?",
+            "type": "categorical",
+            "options": ["A", "B", "C", "D"],
+            "mechanism": "grr",
+            "epsilon": 2.0,
+        },
+        {
+            "id": "region",
+            "text": "Where?",
+            "type": "categorical",
+            "options": ["north", "south", "east", "west", "centre"],
+            "mechanism": "oue",
+            "epsilon": 2.0,
+        },
+    ],
+}
+
+TRUTH = {"smokes": "yes", "cheated": "no", "party": "B", "region": "east"}
+
+
+@pytest.fixture
+def survey_doc() -> dict[str, Any]:
+    """A fresh copy of an open survey with rr, coins, grr and oue questions."""
+    return copy.deepcopy(SURVEY_DOC)
+
+
+@pytest.fixture
+def invite_doc(survey_doc: dict[str, Any]) -> dict[str, Any]:
+    """The same questions as an invite-only survey."""
+    return {**survey_doc, "id": "private", "enrollment": "invite"}
+
+
+@pytest.fixture
+def app(tmp_path) -> Iterator[Flask]:
+    """An aggregator app on a fresh data directory, with one researcher token."""
+    app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data"})
+    with app.app_context():
+        get_store().add_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
+    yield app
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app: Flask) -> FlaskCliRunner:
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    """The researcher's Authorization header."""
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def store(tmp_path) -> Iterator[Store]:
+    """A migrated SQLite store on its own data directory."""
+    store = SQLiteStore.in_data_dir(tmp_path / "store")
+    store.migrate()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def survey(store: Store, survey_doc: dict[str, Any]) -> Survey:
+    """The open survey, created in `store`."""
+    record, _ = create_survey(store, survey_doc)
+    return Survey.from_dict(record.resolved)
+
+
+@pytest.fixture
+def report_for() -> Callable[..., dict[str, Any]]:
+    """Make a signed report for a survey (a fresh key unless one is given)."""
+
+    def make(
+        survey: Survey,
+        key: Ed25519PrivateKey | None = None,
+        truth: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        return make_report(survey, truth or TRUTH, key or generate_key(), **kw)
+
+    return make

@@ -1,0 +1,153 @@
+"""The SQLite store: schema migrations, transactions, duplicates and replays, streaming."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from deniable.aggregator.sqlite_store import DB_FILE, MIGRATIONS, SQLiteStore
+from deniable.aggregator.store import NewReport, StoreError
+
+
+def report(rid: str, key: str = "pk", body: str | None = None, survey: str = "s", option: int = 1):
+    return NewReport(rid, survey, key, body or f"body-{rid}", {"q": (option,)})
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    store = SQLiteStore.in_data_dir(tmp_path / "d")
+    store.migrate()
+    store.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    yield store
+    store.close()
+
+
+def test_migrations_bring_a_new_file_to_the_current_version_once(tmp_path):
+    store = SQLiteStore.in_data_dir(tmp_path / "d")
+    assert store.schema_version() == 0
+    assert store.migrate() == len(MIGRATIONS)
+    assert store.schema_version() == len(MIGRATIONS)
+    assert store.migrate() == len(MIGRATIONS)  # idempotent
+    tables = set(store.db.table_names())
+    assert {"surveys", "reports", "tallies", "tokens", "invitations", "enrollments"} <= tables
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    store = SQLiteStore.in_data_dir(tmp_path / "d")
+    store.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        store.migrate()
+
+
+def test_reports_hold_no_ip_no_agent_and_no_time_finer_than_the_hour(fresh):
+    columns = {c.name for c in fresh.db["reports"].columns}
+    assert columns == {"seq", "report_id", "survey_id", "public_key", "body", "received_hour"}
+    fresh.add_reports([report("a")], "2026-01-01T10:00:00Z")
+    assert fresh.conn.execute("SELECT received_hour FROM reports").fetchone()[0].endswith(":00:00Z")
+
+
+def test_enrollments_do_not_record_which_code_was_used(fresh):
+    assert {c.name for c in fresh.db["enrollments"].columns} == {"survey_id", "public_key"}
+    assert "public_key" not in {c.name for c in fresh.db["invitations"].columns}
+
+
+def test_a_report_and_its_tallies_commit_together(fresh):
+    assert fresh.add_reports([report("a", "k1", option=1), report("b", "k2", option=0)], "h") == [
+        "accepted",
+        "accepted",
+    ]
+    assert fresh.tallies("s") == (2, {"q": [1, 1]})
+    assert fresh.get_survey("s").report_count == 2
+
+
+def test_duplicates_replays_and_conflicts_count_nothing(fresh):
+    fresh.add_reports([report("a", "k1")], "h")
+    outcomes = fresh.add_reports(
+        [
+            report("a", "k1"),  # the same report again
+            report("a", "k1", body="tampered"),  # its id with another body
+            report("b", "k1"),  # another report from the same key
+            report("c", "k2"),
+        ],
+        "h",
+    )
+    assert outcomes == ["duplicate", "conflict", "answered", "accepted"]
+    assert fresh.tallies("s") == (2, {"q": [0, 2]})
+
+
+def test_a_batch_repeating_itself_counts_once(fresh):
+    assert fresh.add_reports([report("a"), report("a")], "h") == ["accepted", "duplicate"]
+    assert fresh.tallies("s")[0] == 1
+
+
+def test_a_closed_survey_takes_nothing_but_still_recognizes_resends(fresh):
+    fresh.add_reports([report("a", "k1")], "h")
+    fresh.close_survey("s", "2026-01-02T00:00:00Z")
+    assert fresh.add_reports([report("a", "k1"), report("b", "k2")], "h") == ["duplicate", "closed"]
+    assert fresh.tallies("s")[0] == 1
+
+
+def test_a_failed_batch_rolls_back_entirely(fresh):
+    bad = NewReport("x", "s", "k9", None, {"q": (1,)})  # type: ignore[arg-type]  # NOT NULL body
+    with pytest.raises(sqlite3.IntegrityError):
+        fresh.add_reports([report("a", "k1"), bad], "h")
+    assert fresh.tallies("s") == (0, {"q": [0, 0]})
+    assert fresh.report_body("a") is None
+
+
+def test_survey_ids_are_unique(fresh):
+    assert fresh.create_survey("s", "{}", "x", {"q": 2}, "now") is False
+    assert [r.id for r in fresh.list_surveys()] == ["s"]
+
+
+def test_streaming_reads_in_chunks_in_arrival_order(fresh):
+    fresh.add_reports([report(str(i), f"k{i}") for i in range(7)], "h")
+    assert list(fresh.iter_report_bodies("s", chunk=3)) == [f"body-{i}" for i in range(7)]
+    assert list(fresh.iter_report_bodies("other")) == []
+
+
+def test_enrollment_spends_a_code_once(fresh):
+    fresh.add_invitations("s", ["c1", "c2"], "now")
+    assert fresh.enroll("s", "k1", "c1") == "enrolled"
+    assert fresh.enroll("s", "k1", "c2") == "already"  # spends nothing
+    assert fresh.enroll("s", "k2", "c1") == "used-code"
+    assert fresh.enroll("s", "k2", "nope") == "unknown-code"
+    assert fresh.enroll("s", "k2", "c2") == "enrolled"
+    assert fresh.is_enrolled("s", "k2") and not fresh.is_enrolled("s", "k3")
+
+
+def test_concurrent_writers_lose_and_double_count_nothing(tmp_path):
+    path = tmp_path / "d"
+    first = SQLiteStore.in_data_dir(path)
+    first.migrate()
+    first.create_survey("s", "{}", "h", {"q": 2}, "now")
+    errors: list[BaseException] = []
+
+    def write(worker: int) -> None:
+        store = SQLiteStore(path / DB_FILE)
+        try:
+            for i in range(40):
+                # every worker sends the same shared reports, plus its own
+                store.add_reports(
+                    [
+                        report(f"shared-{i}", f"shared-{i}"),
+                        report(f"w{worker}-{i}", f"w{worker}-{i}"),
+                    ],
+                    "h",
+                )
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert first.tallies("s") == (40 + 4 * 40, {"q": [0, 200]})

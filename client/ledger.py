@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -116,19 +117,36 @@ class Ledger:
             raise ClientError(f"cannot open the ledger {self.path}: {exc}") from None
         with closing(conn):
             conn.row_factory = sqlite3.Row
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-                if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    conn.execute("BEGIN IMMEDIATE")
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
+            deadline = time.monotonic() + 30.0
+            while True:
+                try:
+                    self._prepare(conn)
+                    break
+                except sqlite3.OperationalError as exc:
+                    # Switching to WAL does not wait on the busy timeout while another
+                    # process creates the ledger: retry until that one is done.
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
+                    time.sleep(0.02)
+                except sqlite3.Error as exc:
+                    raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
             yield conn
+
+    @staticmethod
+    def _prepare(conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:

@@ -9,6 +9,7 @@ import functools
 import json
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,9 +22,8 @@ from deniable.aggregator import commands, credentials, demo, surveys
 from deniable.aggregator.app import create_app
 from deniable.aggregator.db import get_store
 from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.serving import serve
+from deniable.aggregator.serving import bind, serve
 from deniable.shared.errors import DeniableError, SurveyError
-from deniable.shared.survey import Survey
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -197,25 +197,40 @@ def results_table(doc: dict[str, Any]) -> str:
 @click.option("--no-serve", is_flag=True, help="Prepare the demo data and exit.")
 @friendly
 def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None:
-    """Serve an example survey answered by simulated respondents, and print a token."""
+    """Serve an example survey answered by simulated respondents, and print a token.
+
+    The respondents go through the real client's HTTP layer to this very server: each signs
+    its randomized report with a fresh key and the reports are posted in batches."""
     store = get_store()
     record, _ = surveys.create_survey(store, demo.demo_survey_doc())
-    survey = Survey.from_dict(record.resolved)
-    if record.report_count == 0:
-        click.echo(f"answering {survey.id!r} with {respondents} simulated respondents...", err=True)
-        demo.fill(store, survey, respondents)
-    token = credentials.new_token()
-    store.add_token(credentials.digest(token), "demo", surveys.utc_now())
-    url = f"http://{host}:{port}"
-    n = store.get_survey(survey.id).report_count  # type: ignore[union-attr]
-    click.echo(f"survey:  {survey.id} ({n} reports; data in {current_app.config['DATA_DIR']})")
-    click.echo(f"url:     {url}/")
-    click.echo(f"token:   {token}")
-    click.echo(
-        f"results: curl -H 'Authorization: Bearer {token}' {url}/api/v1/surveys/{survey.id}/results"
-    )
-    if not no_serve:
-        serve(current_app._get_current_object(), host, port)  # type: ignore[attr-defined]
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    server = bind(app, host, port)
+    url = f"http://{host}:{server.port}"
+    worker = threading.Thread(target=server.serve_forever, daemon=True)
+    worker.start()
+    try:
+        if record.report_count == 0:
+            click.echo(
+                f"answering {record.id!r} with {respondents} simulated respondents...", err=True
+            )
+            sent = demo.fill_over_http(url, record.id, respondents)
+            if sent.failed:
+                raise DeniableError(sent.failure_text())
+        token = credentials.new_token()
+        store.add_token(credentials.digest(token), "demo", surveys.utc_now())
+        n = store.get_survey(record.id).report_count  # type: ignore[union-attr]
+        click.echo(f"survey:  {record.id} ({n} reports; data in {current_app.config['DATA_DIR']})")
+        click.echo(f"token:   {token}")
+        click.echo(
+            f"results: curl -H 'Authorization: Bearer {token}' {url}/api/v1/surveys/{record.id}/results"
+        )
+        click.echo(f"url:     {url}/   (dashboard: log in with the token above)")
+        if not no_serve:
+            while worker.is_alive():
+                worker.join(0.5)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 cli.add_command(commands.plan_command)

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from deniable.aggregator import simulate
 from deniable.aggregator.ingest import ingest
+from deniable.aggregator.simulate import Sent
 from deniable.aggregator.store import Store
 from deniable.shared.report import make_report
 from deniable.shared.signing import generate_key
@@ -51,6 +53,13 @@ def true_answers(
         rng.shuffle(column)
         columns[qid] = column
     return [{qid: columns[qid][i] for qid in survey.questions} for i in range(n)]
+
+
+def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS) -> Sent:
+    """Answer the served survey with simulated respondents through the client's HTTP layer."""
+    api, survey = simulate.fetch_survey(url, survey_id)
+    truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTH))
+    return simulate.send(api, survey, truth, respondents, batch=BATCH, seed=2026)
 
 
 def fill(

@@ -39,3 +39,20 @@ def test_the_base_install_pulls_no_server_dependencies():
         r.name.lower() for r in base if r.marker and r.marker.evaluate({"extra": "aggregator"})
     }
     assert {"flask", "numpy", "sqlite-utils"} <= server
+
+
+def _commands(group) -> list[str]:
+    return sorted(group.commands)  # the commands the program registers itself
+
+
+@pytest.mark.parametrize("program", ["deniable", "deniable-aggregator"])
+def test_every_cli_command_is_documented_in_the_readme(program):
+    if program == "deniable":
+        from deniable.client.cli import cli as group
+    else:
+        from deniable.aggregator.cli import cli as group
+    readme = (ROOT / "README.md").read_text("utf-8")
+    commands = _commands(group)
+    assert len(commands) >= 4
+    missing = [c for c in commands if f"{program} {c}" not in readme]
+    assert not missing, f"README.md does not show: {', '.join(f'{program} {c}' for c in missing)}"

@@ -11,7 +11,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' --group bench
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -340,9 +340,9 @@ class OUE(Mechanism):
         return {"p": self.p, "q": self.q}
 
     def randomize(self, index: int) -> Encoded:
-        bits = ["1" if heads else "0" for heads in self._q.flips(self.k)]
-        bits[index] = "1" if self._p.flip() else "0"
-        return "".join(bits)
+        bits = self._q.bit_string(self.k)
+        own = "1" if self._p.flip() else "0"
+        return bits[:index] + own + bits[index + 1 :]
 
     def validate(self, encoded: object) -> Encoded:
         if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":

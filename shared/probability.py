@@ -134,34 +134,68 @@ def bernoulli(p: Fraction) -> bool:
 
 
 class Coin:
-    """A biased coin that lands heads with probability exactly `p` (integers kept for speed)."""
+    """A biased coin that lands heads with probability exactly `p`.
 
-    __slots__ = ("den", "num", "p")
+    A flip compares a uniform random number U in [0, 1), read from secure random bytes one
+    base-256 digit at a time, with p's exact base-256 expansion: heads when U < p. The first
+    byte decides 255 times in 256, so a flip costs about one random byte, and a string of
+    flips is one `bytes.translate`. Exact for any rational p (digits come from the Fraction).
+    """
+
+    __slots__ = ("_digits", "_rest", "_table", "p")
 
     def __init__(self, p: Fraction) -> None:
+        if not 0 <= p <= 1:
+            raise ValueError(f"a probability must lie in [0, 1], got {p}")
         self.p = p
-        self.num = p.numerator
-        self.den = p.denominator
+        self._digits: list[int] = []
+        self._rest = Fraction(p)
+        first = self.digit(0)
+        # byte -> "1" (below p's first digit: heads), "0" (above: tails), "?" (equal: undecided)
+        self._table = bytes(
+            ord("1") if b < first else ord("?") if b == first else ord("0") for b in range(256)
+        )
+
+    def digit(self, i: int) -> int:
+        """The i-th base-256 digit of p after the point (p = 1 has every digit 255... + carry,
+        handled as a coin that is always heads)."""
+        while len(self._digits) <= i:
+            if self._rest >= 1:
+                self._digits.append(256)  # p == 1: every byte is below
+                continue
+            scaled = self._rest * 256
+            whole = scaled.numerator // scaled.denominator
+            self._digits.append(whole)
+            self._rest = scaled - whole
+        return self._digits[i]
+
+    def _settle(self) -> bool:
+        """A flip whose first byte equalled p's first digit: compare the following bytes."""
+        i = 1
+        while True:
+            b = random_bytes(1)[0]
+            d = self.digit(i)
+            if b != d:
+                return b < d
+            i += 1
 
     def flip(self) -> bool:
-        """Heads with probability exactly p, from secure random bits."""
-        return randbelow(self.den) < self.num
+        """Heads with probability exactly p, from secure random bytes."""
+        outcome = self._table[random_bytes(1)[0]]
+        if outcome == 63:  # "?"
+            return self._settle()
+        return outcome == 49  # "1"
+
+    def bit_string(self, count: int) -> str:
+        """`count` independent flips as a string of '1' (heads) and '0' (tails)."""
+        bits = random_bytes(count).translate(self._table).decode("ascii")
+        if "?" not in bits:
+            return bits
+        return "".join(c if c != "?" else ("1" if self._settle() else "0") for c in bits)
 
     def flips(self, count: int) -> list[bool]:
-        """`count` independent flips, their bits fetched in one draw (each still exact)."""
-        den, num = self.den, self.num
-        width = den.bit_length()
-        step = (width + 7) // 8
-        shift = step * 8 - width
-        pool = random_bytes(step * count)
-        from_bytes = int.from_bytes
-        out = []
-        for i in range(0, step * count, step):
-            value = from_bytes(pool[i : i + step], "little") >> shift
-            while value >= den:
-                value = random_bits(width)
-            out.append(value < num)
-        return out
+        """`count` independent flips."""
+        return [c == "1" for c in self.bit_string(count)]
 
 
 def uniform_index(k: int) -> int:

@@ -88,3 +88,20 @@ def test_bernoulli_uses_exact_integer_comparison():
     assert math.isclose(
         sum(bernoulli(F(1, 3)) for _ in range(30_000)) / 30_000, 1 / 3, abs_tol=0.015
     )
+
+
+@pytest.mark.parametrize(
+    "p", [F(0), F(1), F(1, 2), F(1, 3), F(268941421370, 10**12), F(255, 256), F(1, 256), F(5, 6)]
+)
+def test_coin_digits_are_the_exact_base_256_expansion(p):
+    """A flip compares secure bytes with these digits, so they must bracket p exactly."""
+    from deniable.shared.probability import Coin
+
+    coin = Coin(p)
+    if p == 1:
+        assert coin.flips(1000) == [True] * 1000
+        return
+    prefix = sum(F(coin.digit(i), 256 ** (i + 1)) for i in range(12))
+    assert prefix <= p < prefix + F(1, 256**12)
+    if p == 0:
+        assert coin.flips(1000) == [False] * 1000

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +19,7 @@ from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.mechanisms import Encoded
-from deniable.shared.probability import random_bits
+from deniable.shared.probability import random_bytes
 from deniable.shared.survey import SURVEY_ID, Survey
 
 VERSION = 1
@@ -41,9 +42,24 @@ _HOUR = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:00:00Z")
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
+_last_hour: tuple[int, str] = (-1, "")
+
+
 def hour_now(now: datetime | None = None) -> str:
     """The current time truncated to the hour, as sent_at wants it (a finer time links people)."""
-    m = (now or datetime.now(UTC)).astimezone(UTC)
+    global _last_hour
+    if now is None:
+        hour = int(time.time()) // 3600
+        if hour == _last_hour[0]:
+            return _last_hour[1]
+        now = datetime.fromtimestamp(hour * 3600, UTC)
+        _last_hour = (hour, _format_hour(now))
+        return _last_hour[1]
+    return _format_hour(now)
+
+
+def _format_hour(moment: datetime) -> str:
+    m = moment.astimezone(UTC)
     return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:00:00Z"
 
 
@@ -54,10 +70,10 @@ def parse_sent_at(text: str) -> datetime:
 
 def new_report_id() -> str:
     """A random UUID4 (lower-case text) from the secure source."""
-    n = random_bits(128)
-    n = (n & ~(0xF000 << 64)) | (0x4000 << 64)
-    n = (n & ~(0xC000 << 48)) | (0x8000 << 48)
-    h = f"{n:032x}"
+    raw = bytearray(random_bytes(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -106,8 +122,10 @@ def _signed(
         "answers": dict(answers),
         "report_id": report_id or new_report_id(),
         "sent_at": sent_at or hour_now(),
+        "public_key": public_key or signing.public_key_text(key),
     }
-    return sign_report(report, key, public_key=public_key)
+    report["signature"] = signing.sign(key, canonical_json(report))
+    return report
 
 
 def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, Encoded]:

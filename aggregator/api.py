@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from importlib import resources
 from typing import Any
@@ -12,6 +13,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from deniable.aggregator import surveys
 from deniable.aggregator.auth import researcher_required
 from deniable.aggregator.bodies import json_body
+from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import get_store, provider
 from deniable.aggregator.estimate import results_csv
 from deniable.aggregator.ingest import ingest
@@ -92,6 +94,17 @@ def enrollments(survey_id: str) -> Any:
     return jsonify(enrolled=True), 201 if newly else 200
 
 
+COMMITTER = "deniable.committer"
+
+
+def committer() -> GroupCommitter:
+    """This process's group committer for the current app (a forked worker makes its own)."""
+    found = current_app.extensions.get(COMMITTER)
+    if found is None or found[0] != os.getpid():
+        found = current_app.extensions[COMMITTER] = (os.getpid(), GroupCommitter())
+    return found[1]
+
+
 @bp.post("/api/v1/reports")
 def reports() -> Any:
     """One report, or {"reports": [...]}: a result per report."""
@@ -111,12 +124,12 @@ def reports() -> Any:
                 413,
                 f"a batch holds at most {limit} reports, got {len(batch)}; send smaller batches",
             )
-        outcomes = ingest(get_store(), batch, clock_skew=skew)
+        outcomes = ingest(get_store(), batch, clock_skew=skew, committer=committer())
         return jsonify(results=[o.to_dict() for o in outcomes])
-    (outcome,) = ingest(get_store(), body, clock_skew=skew)
+    (outcome,) = ingest(get_store(), body, clock_skew=skew, committer=committer())
     if outcome.result == "rejected":
         raise Problem(outcome.status, outcome.reason or "rejected", **outcome.to_dict())
-    return jsonify(outcome.to_dict()), outcome.status
+    return Response(json.dumps(outcome.to_dict()), outcome.status, mimetype="application/json")
 
 
 def _results_options() -> tuple[float, bool]:

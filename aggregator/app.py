@@ -10,9 +10,10 @@ from typing import Any
 
 from flask import Flask
 
-from deniable.aggregator import api, db, problems
+from deniable.aggregator import api, db, problems, retention
 from deniable.aggregator import config as settings
 from deniable.aggregator.dashboard import init_dashboard
+from deniable.aggregator.limits import init_limits
 
 SECRET_KEY_FILE = "secret_key"
 
@@ -32,6 +33,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     problems.register(app)
     app.register_blueprint(api.bp)
     init_dashboard(app)
+    init_limits(app)
+    retention.init_app(app)
 
     @app.before_request
     def _secret_key() -> None:

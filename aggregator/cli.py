@@ -18,7 +18,7 @@ import click
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from deniable.aggregator import commands, credentials, demo, surveys
+from deniable.aggregator import commands, credentials, demo, maintenance, migrate_store, surveys
 from deniable.aggregator.app import create_app
 from deniable.aggregator.db import get_store
 from deniable.aggregator.estimate import results_csv
@@ -61,7 +61,12 @@ cli = FlaskGroup(
     add_default_commands=False,
     add_version_option=False,
     load_dotenv=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+# Flask's own --app, --env-file and --debug would let the command load another app or turn on
+# the debugger: this CLI serves deniable's app, configured by DENIABLE_* variables only.
+cli.params = [p for p in cli.params if p.name not in ("app", "env_file", "debug")]
+click.version_option(package_name="deniable", prog_name="deniable-aggregator")(cli)
 
 
 @cli.command("run")
@@ -234,7 +239,10 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
 
 
 cli.add_command(commands.plan_command)
+for _command in maintenance.COMMANDS:
+    cli.add_command(_command)
 cli.add_command(commands.simulate_command)
+cli.add_command(migrate_store.migrate_store_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

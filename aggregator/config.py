@@ -56,6 +56,21 @@ def _synchronous(name: str) -> Callable[[str], str]:
     return parse
 
 
+def _rate(name: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        from limits import parse_many
+
+        try:
+            parse_many(text)
+        except ValueError:
+            raise ConfigError(
+                f"{name}: expected a rate like 60/minute or '10/second;500/hour', got {text!r}"
+            ) from None
+        return text.strip()
+
+    return parse
+
+
 #: Flask config key -> (environment variable, parser, default).
 SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
     "DATA_DIR": ("DENIABLE_DATA_DIR", str, DEFAULT_DATA_DIR),
@@ -74,7 +89,14 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
         _synchronous("DENIABLE_SQLITE_SYNCHRONOUS"),
         "FULL",
     ),
-    "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", str, None),
+    "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", _rate("DENIABLE_RATE_LIMIT"), None),
+    # Failed dashboard logins allowed per client address (in memory only), and their delay.
+    "LOGIN_LIMIT": ("DENIABLE_LOGIN_LIMIT", _rate("DENIABLE_LOGIN_LIMIT"), "10/minute"),
+    "LOGIN_FAILURE_DELAY": ("DENIABLE_LOGIN_FAILURE_DELAY", float, 0.5),
+    # Reverse proxies in front that set X-Forwarded-For/-Proto (0: none, trust no header).
+    "TRUSTED_PROXIES": ("DENIABLE_TRUSTED_PROXIES", _whole("DENIABLE_TRUSTED_PROXIES", 0, 5), 0),
+    # Raw reports older than this many days are purged (tallies and n stay); None keeps them.
+    "RETENTION_DAYS": ("DENIABLE_RETENTION_DAYS", _whole("DENIABLE_RETENTION_DAYS", 1), None),
 }
 
 

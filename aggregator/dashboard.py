@@ -56,8 +56,17 @@ bp = Blueprint(
 
 CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
 MAX_INVITATIONS_FORM = 1000
+#: No inline script or style, nothing from another origin, never framed.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 #: Seconds between the refresh script's checks for new reports.
 REFRESH_SECONDS = 5
+
+
+#: The JSON API and the health check authenticate with bearer tokens, never with the session.
+SESSIONLESS_PATHS = ("/api/", "/healthz")
 
 
 class _SessionInterface(SecureCookieSessionInterface):
@@ -67,6 +76,9 @@ class _SessionInterface(SecureCookieSessionInterface):
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
 
     def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if request.path.startswith(SESSIONLESS_PATHS):
+            # The JSON API authenticates with bearer tokens: no session to read or save.
+            return self.make_null_session(app)
         if not app.secret_key:
             # The session opens before any before_request hook could load the key.
             from deniable.aggregator.app import load_or_create_secret_key
@@ -141,8 +153,9 @@ def _csrf_error(exc: CSRFError) -> tuple[str, int]:
 def _headers(response: Response) -> Response:
     response.headers.setdefault("Cache-Control", "no-store")
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
     response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("Content-Security-Policy", CSP)
     return response
 
 

@@ -14,14 +14,17 @@ from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal
 
+from cryptography.exceptions import InvalidSignature
+
+from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyRecord
-from deniable.shared.canonical import canonical_json
+from deniable.shared import signing
+from deniable.shared.canonical import b64url_decode, canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
     check_answers,
     check_structure,
     hour_now,
-    verify_report,
 )
 from deniable.shared.survey import Survey
 
@@ -118,6 +121,29 @@ def _closed_reason(record: SurveyRecord, survey: Survey, now: datetime) -> str |
     return None
 
 
+def verified_body(report: dict[str, Any]) -> str:
+    """The canonical JSON of a structurally checked report whose signature verifies, else
+    ReportError: `verify_report`, serializing the report once and decoding its key once."""
+    body = canonical_json(report)
+    try:
+        key = signing.load_public_key(report["public_key"])
+    except (ValueError, TypeError):
+        raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
+    # The signature covers the canonical JSON of every field but `signature`: the same bytes
+    # without that top-level member. It is the last one holding this text, as only the survey
+    # id, its hash and v (none of which can hold a quote) follow it in key order.
+    member = b',"signature":"' + report["signature"].encode("ascii") + b'"'
+    at = body.rfind(member)
+    signed = body[:at] + body[at + len(member) :]
+    try:
+        key.verify(b64url_decode(report["signature"], length=signing.SIGNATURE_BYTES), signed)
+    except (ValueError, InvalidSignature):
+        raise ReportError(
+            "signature: does not verify; the report was altered or signed with another key"
+        ) from None
+    return body.decode("utf-8")
+
+
 class _Checker:
     """The checks of one ingest call, remembering the surveys it looked up."""
 
@@ -171,7 +197,7 @@ class _Checker:
                 f"clock ({hour_now(self.now)}); check the device's clock and send a fresh report",
             )
         try:
-            verify_report(report)
+            body = verified_body(report)
         except ReportError as exc:
             raise Rejection(422, str(exc)) from None
         if survey.enrollment == "invite" and not self.store.is_enrolled(
@@ -187,7 +213,7 @@ class _Checker:
             report_id=report["report_id"],
             survey_id=survey.id,
             public_key=report["public_key"],
-            body=canonical_json(report).decode("utf-8"),
+            body=body,
             support=support,
         )
 
@@ -199,9 +225,11 @@ def ingest(
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
     now: datetime | None = None,
     cache: SurveyCache = SURVEYS,
+    committer: GroupCommitter | None = None,
 ) -> list[Outcome]:
     """Check, verify and store one report (a dict) or a batch (a list); an Outcome per report,
-    in order. Valid reports of a batch are stored together even when others are rejected."""
+    in order. Valid reports of a batch are stored together even when others are rejected.
+    With a committer, they share a transaction with other threads' (group commit)."""
     items = value if isinstance(value, list) else [value]
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     checker = _Checker(store, moment, clock_skew, cache)
@@ -214,7 +242,11 @@ def ingest(
             outcomes[i] = _resent_or_rejected(store, item, exc)
         except (SurveyError, ValueError) as exc:  # a stored survey that no longer parses
             outcomes[i] = Outcome(_report_id_of(item), "rejected", f"survey: {exc}", 409)
-    stored = store.add_reports([new for _, new in ready], hour_now(moment))
+    news = [new for _, new in ready]
+    if committer is None:
+        stored = store.add_reports(news, hour_now(moment))
+    else:
+        stored = committer.add_reports(store, news, hour_now(moment))
     for (i, new), result in zip(ready, stored, strict=True):
         template = _STORED[result]
         outcomes[i] = Outcome(new.report_id, template.result, template.reason, template.status)

@@ -7,6 +7,8 @@ then both fail to upgrade a deferred transaction. Readers are never blocked (WAL
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -16,8 +18,10 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from deniable.aggregator.store import (
+    BodyCounter,
     EnrollOutcome,
     NewReport,
+    Recount,
     Store,
     StoreError,
     StoreOutcome,
@@ -25,6 +29,8 @@ from deniable.aggregator.store import (
 )
 
 DB_FILE = "deniable.db"
+#: Beside the database file: the lock writers of every process queue on (see _writer_lock).
+WRITER_LOCK_SUFFIX = "-writer.lock"
 
 
 def _schema_1(db: Database) -> None:
@@ -85,8 +91,41 @@ def _schema_1(db: Database) -> None:
     )
 
 
+#: Tally rows one UPDATE ... FROM (VALUES ...) statement increments at most (4 parameters each).
+_SUPPORT_CHUNK = 200
+
+
+def _add_support(conn: sqlite3.Connection, increments: Mapping[tuple[str, str, int], int]) -> None:
+    """Add the increments to their tally rows, up to _SUPPORT_CHUNK rows per statement."""
+    rows = [(sid, qid, option, n) for (sid, qid, option), n in increments.items()]
+    for start in range(0, len(rows), _SUPPORT_CHUNK):
+        chunk = rows[start : start + _SUPPORT_CHUNK]
+        values = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
+        conn.execute(
+            "UPDATE tallies SET support = support + v.column4 "
+            f"FROM (VALUES {values}) AS v WHERE tallies.survey_id = v.column1 "
+            "AND tallies.question_id = v.column2 AND tallies.option_index = v.column3",
+            [value for row in chunk for value in row],
+        )
+
+
+def _schema_2(db: Database) -> None:
+    """Retention: per survey, the number and the tallies of reports whose bodies were purged."""
+    db.conn.execute("ALTER TABLE surveys ADD COLUMN purged_count INTEGER NOT NULL DEFAULT 0")
+    db["purged_tallies"].create(
+        {"survey_id": str, "question_id": str, "option_index": int, "support": int},
+        pk=("survey_id", "question_id", "option_index"),
+        not_null={"support"},
+        defaults={"support": 0},
+        foreign_keys=[("survey_id", "surveys", "id")],
+    )
+
+
+#: A purged report keeps this empty body (and its random report_id and public key).
+PURGED_BODY = ""
+
 #: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1,)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2)
 
 
 class SQLiteStore(Store):
@@ -110,6 +149,8 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {exc}") from None
         self.conn = conn
+        self._lock_path = self.path.with_name(self.path.name + WRITER_LOCK_SUFFIX)
+        self._lock_fd: int | None = None
 
     @classmethod
     def in_data_dir(cls, data_dir: str | Path, **options: object) -> SQLiteStore:
@@ -126,14 +167,37 @@ class SQLiteStore(Store):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
+        with self._writer_lock():
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException:
+                # Not committed: leave the connection usable (no transaction left open).
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        """Hold the lock file while writing, so writers of other processes queue on it.
+
+        SQLite's own busy handler sleeps 1, 2, 5, 10... ms between retries, which makes a
+        writer that finds the database locked wait far longer than the transaction holding
+        it; a blocked flock wakes the moment the holder releases it. A process that does not
+        take this lock (the sqlite3 shell, say) still meets busy_timeout."""
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
-            yield self.conn
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -170,6 +234,9 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     # surveys
     _SURVEY_COLUMNS = "id, resolved, hash, created_at, closed_at, report_count"
@@ -253,11 +320,7 @@ class SQLiteStore(Store):
                 for qid, options in report.support.items():
                     for option in options:
                         increments[(sid, qid, option)] += 1
-            conn.executemany(
-                "UPDATE tallies SET support = support + ? "
-                "WHERE survey_id = ? AND question_id = ? AND option_index = ?",
-                [(n, sid, qid, option) for (sid, qid, option), n in increments.items()],
-            )
+            _add_support(conn, increments)
             conn.executemany(
                 "UPDATE surveys SET report_count = report_count + ? WHERE id = ?",
                 [(n, sid) for sid, n in added.items()],
@@ -302,7 +365,8 @@ class SQLiteStore(Store):
         last = 0
         while True:
             rows = self.conn.execute(
-                "SELECT seq, body FROM reports WHERE survey_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                "SELECT seq, body FROM reports WHERE survey_id = ? AND seq > ? AND body != '' "
+                "ORDER BY seq LIMIT ?",
                 (survey_id, last, chunk),
             ).fetchall()
             if not rows:
@@ -310,6 +374,89 @@ class SQLiteStore(Store):
             for _, body in rows:
                 yield body
             last = rows[-1][0]
+
+    # verification and retention
+    def _bodies(
+        self, conn: sqlite3.Connection, where: str, args: tuple[object, ...]
+    ) -> Iterator[str]:
+        for (body,) in conn.execute(f"SELECT body FROM reports WHERE {where} ORDER BY seq", args):
+            yield body
+
+    def _support_rows(self, table: str, survey_id: str) -> dict[str, list[int]]:
+        support: dict[str, list[int]] = {}
+        for qid, _, count in self.conn.execute(
+            f"SELECT question_id, option_index, support FROM {table} "
+            "WHERE survey_id = ? ORDER BY question_id, option_index",
+            (survey_id,),
+        ):
+            support.setdefault(qid, []).append(count)
+        return support
+
+    def _recount(self, survey_id: str, count: BodyCounter) -> Recount:
+        row = self.conn.execute(
+            "SELECT report_count, purged_count FROM surveys WHERE id = ?", (survey_id,)
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no survey {survey_id!r}")
+        stored = self._support_rows("tallies", survey_id)
+        purged = self._support_rows("purged_tallies", survey_id)
+        n, counted = count(self._bodies(self.conn, "survey_id = ? AND body != ''", (survey_id,)))
+        total = {
+            qid: [c + p for c, p in zip(counts, purged.get(qid, [0] * len(counts)), strict=True)]
+            for qid, counts in counted.items()
+        }
+        return Recount(row[0], stored, n + row[1], total, row[1])
+
+    def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
+        if not repair:
+            with self._read():
+                return self._recount(survey_id, count)
+        with self._write() as conn:
+            found = self._recount(survey_id, count)
+            if not found.consistent:
+                conn.execute(
+                    "UPDATE surveys SET report_count = ? WHERE id = ?",
+                    (found.counted_n, survey_id),
+                )
+                conn.executemany(
+                    "UPDATE tallies SET support = ? "
+                    "WHERE survey_id = ? AND question_id = ? AND option_index = ?",
+                    [
+                        (value, survey_id, qid, option)
+                        for qid, counts in found.counted.items()
+                        for option, value in enumerate(counts)
+                    ],
+                )
+        return found
+
+    def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
+        where = "survey_id = ? AND received_hour < ? AND body != ''"
+        with self._write() as conn:
+            n, support = count(self._bodies(conn, where, (survey_id, before_hour)))
+            if n == 0:
+                return 0
+            conn.executemany(
+                "INSERT INTO purged_tallies (survey_id, question_id, option_index, support) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET support = support + excluded.support",
+                [
+                    (survey_id, qid, option, value)
+                    for qid, counts in support.items()
+                    for option, value in enumerate(counts)
+                ],
+            )
+            conn.execute(
+                "UPDATE surveys SET purged_count = purged_count + ? WHERE id = ?", (n, survey_id)
+            )
+            conn.execute(
+                f"UPDATE reports SET body = ? WHERE {where}", (PURGED_BODY, survey_id, before_hour)
+            )
+        return n
+
+    def backup(self, target: str | Path) -> None:
+        """Copy the whole database to `target` while it serves (SQLite's online backup API)."""
+        with sqlite3.connect(target) as copy:
+            self.conn.backup(copy)
+        copy.close()
 
     # researchers
     def add_token(self, token_hash: str, name: str, now: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +58,25 @@ class NewReport:
 #: different body, the key already answered the survey, or the survey closed meanwhile.
 StoreOutcome = Literal["accepted", "duplicate", "conflict", "answered", "closed"]
 EnrollOutcome = Literal["enrolled", "already", "unknown-code", "used-code"]
+
+#: Counts report bodies: (number of reports, question id -> support count per option).
+BodyCounter = Callable[[Iterable[str]], tuple[int, dict[str, list[int]]]]
+
+
+@dataclass(frozen=True)
+class Recount:
+    """A survey's stored n and tallies beside a recount: the stored reports plus the purged ones."""
+
+    stored_n: int
+    stored: dict[str, list[int]]
+    counted_n: int
+    counted: dict[str, list[int]]
+    purged_n: int
+
+    @property
+    def consistent(self) -> bool:
+        """Whether the stored n and tallies equal the recount."""
+        return self.stored_n == self.counted_n and self.stored == self.counted
 
 
 class Store(ABC):
@@ -119,6 +138,19 @@ class Store(ABC):
     def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
         """Every stored report body of a survey in arrival order, fetched `chunk` rows at a time."""
 
+    # verification and retention (see recount.py)
+    @abstractmethod
+    def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
+        """Recount n and tallies from the stored report bodies (plus what retention purged), in
+        one consistent snapshot; with `repair`, in one write transaction that also replaces
+        the stored n and tallies by the recount. Returns what was found before any repair."""
+
+    @abstractmethod
+    def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
+        """Delete the bodies of reports received before `before_hour` in one transaction, moving
+        their counts to the survey's purged totals (tallies and n stay as they are); the random
+        report_id and public_key stay, so a resent report is never counted twice. How many."""
+
     # researchers
     @abstractmethod
     def add_token(self, token_hash: str, name: str, now: str) -> None:
@@ -147,10 +179,7 @@ def open_store(config: Mapping[str, Any]) -> Store:
     """The store the configuration names (SQLite under DATA_DIR unless DATABASE_URL says else)."""
     url = config.get("DATABASE_URL")
     if url:
-        raise StoreError(
-            f"DENIABLE_DATABASE_URL={url.split('://')[0]}://...: this aggregator supports only its "
-            "SQLite store so far; unset DENIABLE_DATABASE_URL to use SQLite under DENIABLE_DATA_DIR"
-        )
+        return _open_url(url, config)
     from deniable.aggregator.sqlite_store import SQLiteStore
 
     return SQLiteStore.in_data_dir(
@@ -158,3 +187,20 @@ def open_store(config: Mapping[str, Any]) -> Store:
         busy_timeout=config.get("BUSY_TIMEOUT", 10_000),
         synchronous=config.get("SQLITE_SYNCHRONOUS", "FULL"),
     )
+
+
+def _open_url(url: str, config: Mapping[str, Any]) -> Store:
+    """The server database DENIABLE_DATABASE_URL names (PostgreSQL)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise StoreError(
+            f"DENIABLE_DATABASE_URL={url.split('://')[0]}://...: only postgresql:// URLs are "
+            "supported; unset it to use SQLite under DENIABLE_DATA_DIR"
+        )
+    try:
+        from deniable.aggregator.postgres_store import PostgresStore
+    except ImportError:
+        raise StoreError(
+            "DENIABLE_DATABASE_URL names PostgreSQL, but psycopg is not installed: "
+            "pip install 'deniable[postgres]'"
+        ) from None
+    return PostgresStore(url, timeout=config.get("BUSY_TIMEOUT", 10_000) / 1000)

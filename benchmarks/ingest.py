@@ -1,16 +1,26 @@
 """Ingestion throughput of the aggregator under gunicorn, beside its ceilings, in one run.
 
-    python benchmarks/ingest.py [--reports 6000] [--workers 1,2,4] [--batch 500]
+    python benchmarks/ingest.py [--reports 6000] [--workers 1,2,4] [--batch 500] [--rounds 2]
 
-For each worker count it starts a real gunicorn on loopback with a fresh SQLite data dir and
-posts pre-signed reports from several load processes over keep-alive connections:
+Both servers run with the deployment's settings, deploy/gunicorn.conf.py (gthread workers,
+DENIABLE_THREADS threads each), with DENIABLE_WORKERS set to each worker count in turn, on
+loopback. The aggregator keeps its default durability (DENIABLE_SQLITE_SYNCHRONOUS=FULL: each
+"accepted" answer comes after an fsync'd commit). Several load processes post pre-signed
+reports over keep-alive connections:
 
 - single: one report per POST, accepted reports/s and p50/p99 latency;
 - batched: {"reports": [...]} of --batch reports per POST, accepted reports/s;
-- bare Flask: the same bodies to a Flask app that only parses the JSON and answers 201;
-- Ed25519 verify ceiling: signatures verified per second by as many processes as workers.
+- bare Flask: the same single-report bodies to a Flask app that only parses the JSON and
+  answers 201, under the same gunicorn settings and load;
+- verify: Ed25519 verifications/s of one process alone (one core's worth, "verify/core");
+- verify ceiling: verifications/s of min(workers, cores) processes verifying at once, i.e.
+  all the signature checking the server's workers could do if they did nothing else. This is
+  the batched target's reference: verifying is only part of ingesting a report, so batched
+  ingestion can approach it, never pass it.
 
-It prints single/bare-Flask and batched/verify-ceiling ratios (targets: 0.6 and 0.7).
+Each figure is the best of --rounds runs (the same for every column). It prints
+single/bare-Flask and batched/verify-ceiling ratios (targets: >= 0.6 and >= 0.7) and the
+single-report p99 (target: < 50 ms).
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +48,8 @@ from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 
 BIN = Path(sys.executable).parent
+#: The deployment's gunicorn settings, used for the aggregator and the bare-Flask app alike.
+GUNICORN_CONF = Path(__file__).resolve().parent.parent / "deploy" / "gunicorn.conf.py"
 SURVEY = {
     "id": "bench",
     "title": "Ingestion benchmark",
@@ -115,17 +128,13 @@ class Server:
         self.proc = subprocess.Popen(
             [
                 str(BIN / "gunicorn"),
-                "--workers",
-                str(workers),
+                "--config",
+                str(GUNICORN_CONF),
                 "--bind",
                 f"127.0.0.1:{self.port}",
-                "--backlog",
-                "2048",
-                "--log-level",
-                "warning",
                 app,
             ],
-            env=env,
+            env=dict(env, DENIABLE_WORKERS=str(workers)),
             cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -286,54 +295,104 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=500, help="reports per batched POST")
     parser.add_argument("--clients", type=int, default=4, help="load-generating processes")
     parser.add_argument(
+        "--threads", type=int, default=8, help="DENIABLE_THREADS: threads per gunicorn worker"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="runs per figure; the best is kept")
+    parser.add_argument(
         "--database-url", default=None, help="DENIABLE_DATABASE_URL (default: SQLite)"
     )
     parser.add_argument(
         "--json", type=Path, default=None, help="also write the figures to this file"
     )
+    parser.add_argument(
+        "--synchronous",
+        default=None,
+        help="DENIABLE_SQLITE_SYNCHRONOUS for the aggregator (default: the aggregator's own)",
+    )
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    env["DENIABLE_THREADS"] = str(args.threads)
     if args.database_url:
         env["DENIABLE_DATABASE_URL"] = args.database_url
+    if args.synchronous:
+        env["DENIABLE_SQLITE_SYNCHRONOUS"] = args.synchronous
     command = "python benchmarks/ingest.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"# {command.strip()}")
     print(
         f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, backend {'SQLite' if not args.database_url else args.database_url.split(':')[0]}"
     )
     rows = []
+    cores = os.cpu_count() or 1
+    per_core = best(args.rounds, partial(verify_rate, 1))["rate"]
     for workers in [int(w) for w in args.workers.split(",")]:
         bodies = make_bodies(args.reports)
-        bare = run_bare(workers, bodies, args.clients, env)
-        agg = run_aggregator(workers, bodies, args.batch, args.clients, env)
-        ceiling = verify_ceiling(min(workers, os.cpu_count() or 1))
+        bare = best(args.rounds, partial(run_bare, workers, bodies, args.clients, env))
+        runs = [run_aggregator(workers, bodies, args.batch, args.clients, env)]
+        runs += [
+            run_aggregator(workers, bodies, args.batch, args.clients, env)
+            for _ in range(args.rounds - 1)
+        ]
+        single = max((r["single"] for r in runs), key=lambda f: f["per_second"])
+        batched = max((r["batched"] for r in runs), key=lambda f: f["per_second"])
+        usable = min(workers, cores)
+        ceiling = best(args.rounds, partial(verify_rate, usable))["rate"]
         row = {
             "workers": workers,
-            "single": agg["single"]["per_second"],
-            "single_p50_ms": agg["single"]["p50_ms"],
-            "single_p99_ms": agg["single"]["p99_ms"],
-            "batched": agg["batched"]["per_second"],
+            "single": single["per_second"],
+            "single_p50_ms": single["p50_ms"],
+            "single_p99_ms": single["p99_ms"],
+            "batched": batched["per_second"],
             "bare_flask": bare["per_second"],
+            "verify_per_core": per_core,
             "verify_ceiling": ceiling,
-            "accepted": agg["single"]["accepted"] + agg["batched"]["accepted"],
+            "verify_processes": usable,
+            "accepted": min(r["single"]["accepted"] + r["batched"]["accepted"] for r in runs),
             "sent": len(bodies),
         }
         row["single_vs_bare"] = row["single"] / row["bare_flask"]
         row["batched_vs_verify"] = row["batched"] / row["verify_ceiling"]
         rows.append(row)
+    print(
+        f"# gunicorn: {GUNICORN_CONF.relative_to(GUNICORN_CONF.parent.parent)}, "
+        f"{args.threads} threads per worker, {args.clients} load processes, best of {args.rounds}"
+    )
+    print(f"# verify/core: {per_core:.0f}/s (one process alone)")
     header = (
         f"{'workers':>7} {'single/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'bare/s':>8} {'ratio':>6}"
-        f" {'batched/s':>10} {'verify/s':>9} {'ratio':>6} {'accepted':>9}"
+        f" {'batched/s':>10} {'ceiling/s':>10} {'ratio':>6} {'accepted':>9}"
     )
     print(header)
     for r in rows:
         print(
-            f"{r['workers']:>7} {r['single']:>9.0f} {r['single_p50_ms']:>7.2f} {r['single_p99_ms']:>7.2f}"
-            f" {r['bare_flask']:>8.0f} {r['single_vs_bare']:>6.2f} {r['batched']:>10.0f}"
-            f" {r['verify_ceiling']:>9.0f} {r['batched_vs_verify']:>6.2f} {r['accepted']:>5}/{r['sent']}"
+            f"{r['workers']:>7} {r['single']:>9.0f} {r['single_p50_ms']:>7.2f}"
+            f" {r['single_p99_ms']:>7.2f} {r['bare_flask']:>8.0f} {r['single_vs_bare']:>6.2f}"
+            f" {r['batched']:>10.0f} {r['verify_ceiling']:>10.0f} {r['batched_vs_verify']:>6.2f}"
+            f" {r['accepted']:>5}/{r['sent']}"
         )
-    print("targets: single/bare-Flask >= 0.60, batched/verify-ceiling >= 0.70, p99 < 50 ms")
+    print(
+        "ceiling = Ed25519 verifications/s of min(workers, cores) processes at once "
+        f"({cores} cores here)"
+    )
+    print("targets: single/bare-Flask >= 0.60, batched/ceiling >= 0.70, p99 < 50 ms")
+    peak = max(rows, key=lambda r: r["single"])
+    print(
+        f"single-report peak: {peak['single']:.0f}/s with {peak['workers']} workers, "
+        f"ratio {peak['single_vs_bare']:.2f}, p99 {peak['single_p99_ms']:.1f} ms; "
+        f"best batched ratio {max(r['batched_vs_verify'] for r in rows):.2f}"
+    )
     if args.json:
         args.json.write_text(json.dumps({"command": command, "rows": rows}, indent=2))
+
+
+def verify_rate(processes: int) -> dict[str, float]:
+    """verify_ceiling as a figure for `best`."""
+    return {"rate": verify_ceiling(processes)}
+
+
+def best(rounds: int, measure: Any) -> dict[str, float]:
+    """The run with the highest rate of `rounds` runs of `measure`."""
+    runs = [measure() for _ in range(max(1, rounds))]
+    return max(runs, key=lambda f: f.get("per_second", f.get("rate", 0.0)))
 
 
 if __name__ == "__main__":

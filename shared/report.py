@@ -64,8 +64,11 @@ def _format_hour(moment: datetime) -> str:
 
 
 def parse_sent_at(text: str) -> datetime:
-    """The datetime of a valid sent_at string."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    """The datetime of a sent_at string of the form 2026-11-22T18:00:00Z (ValueError if not a
+    real time)."""
+    if len(text) != 20 or text[10] != "T" or not text.endswith(":00:00Z"):
+        raise ValueError(f"not a sent_at time: {text!r}")
+    return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), tzinfo=UTC)
 
 
 def new_report_id() -> str:

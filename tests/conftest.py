@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import requests
 
+from tests.postgres_support import PostgresCluster, PostgresUnavailable
+
 BIN = Path(sys.executable).parent
 AGGREGATOR = BIN / "deniable-aggregator"
 STARTUP_SECONDS = 30
@@ -27,12 +29,15 @@ def free_port() -> int:
 
 
 class LiveServer:
-    """A `deniable-aggregator run` process on a real SQLite file, with a researcher token."""
+    """A `deniable-aggregator run` process on a real SQLite file (or the PostgreSQL database
+    env's DENIABLE_DATABASE_URL names), with a researcher token."""
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None):
         self.data_dir = data_dir
-        self.env = {**os.environ, **(env or {}), "DENIABLE_DATA_DIR": str(data_dir)}
+        self.env = {**os.environ, "DENIABLE_DATA_DIR": str(data_dir)}
         self.env.pop("DENIABLE_DATABASE_URL", None)
+        self.env.update(env or {})
+        self.database_url = self.env.get("DENIABLE_DATABASE_URL")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -112,14 +117,53 @@ class LiveServer:
         return response.json()
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL cluster for the session (skipped when none can start, unless CI)."""
+    try:
+        import psycopg  # noqa: F401
+
+        cluster = PostgresCluster(free_port())
+        cluster.start()
+    except (ImportError, PostgresUnavailable) as exc:
+        if _in_ci():
+            pytest.fail(f"CI needs PostgreSQL for the postgres backend tests: {exc}")
+        pytest.skip(f"PostgreSQL backend tests skipped: no PostgreSQL could be started ({exc})")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def backend() -> str:
+    """The store backend: SQLite, unless a folder's conftest parametrizes it over BACKENDS."""
+    return "sqlite"
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """A fresh PostgreSQL database's URL on the postgres backend; None on SQLite."""
+    if backend != "postgres":
+        return None
+    return request.getfixturevalue("postgres_cluster").database()
+
+
 @pytest.fixture
 def live_server_factory(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, backend: str, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., LiveServer]]:
-    """Start real aggregator servers (env: extra environment variables); all stop at teardown."""
+    """Start real aggregator servers (env: extra environment variables); all stop at teardown.
+
+    On the postgres backend each server gets its own new database unless env names one."""
     servers: list[LiveServer] = []
 
     def start(env: dict[str, str] | None = None) -> LiveServer:
+        env = dict(env or {})
+        if backend == "postgres" and "DENIABLE_DATABASE_URL" not in env:
+            env["DENIABLE_DATABASE_URL"] = request.getfixturevalue("postgres_cluster").database()
         server = LiveServer(tmp_path_factory.mktemp("aggregator"), env)
         servers.append(server)
         server.start()

@@ -18,6 +18,7 @@ from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
+from tests.postgres_support import BACKENDS
 
 TOKEN = "test-researcher-token"
 
@@ -93,13 +94,26 @@ def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKEN}"}
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Store-level tests run once on SQLite and once on PostgreSQL."""
+    return request.param
+
+
 @pytest.fixture
-def store(tmp_path) -> Iterator[Store]:
-    """A migrated SQLite store on its own data directory."""
-    store = SQLiteStore.in_data_dir(tmp_path / "store")
+def store(tmp_path, database_url: str | None) -> Iterator[Store]:
+    """A migrated store: SQLite on its own data directory, or a new PostgreSQL database."""
+    if database_url is None:
+        store: Store = SQLiteStore.in_data_dir(tmp_path / "store")
+    else:
+        from deniable.aggregator.postgres_store import PostgresStore, close_pools
+
+        store = PostgresStore(database_url)
     store.migrate()
     yield store
     store.close()
+    if database_url is not None:
+        close_pools()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The SQLite store: schema migrations, transactions, duplicates and replays, streaming."""
+"""The stores (SQLite and PostgreSQL): migrations, transactions, duplicates and replays, streaming."""
 
 from __future__ import annotations
 
@@ -15,8 +15,24 @@ def report(rid: str, key: str = "pk", body: str | None = None, survey: str = "s"
     return NewReport(rid, survey, key, body or f"body-{rid}", {"q": (option,)})
 
 
+try:
+    import psycopg
+
+    INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, psycopg.IntegrityError)
+except ImportError:
+    INTEGRITY_ERRORS = (sqlite3.IntegrityError,)
+
+
 @pytest.fixture
-def fresh(tmp_path):
+def fresh(store):
+    """A migrated store (SQLite or PostgreSQL) with survey "s" of one binary question."""
+    store.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    return store
+
+
+@pytest.fixture
+def sqlite_fresh(tmp_path):
+    """An SQLite store, for what only SQLite has (its file, its pragmas)."""
     store = SQLiteStore.in_data_dir(tmp_path / "d")
     store.migrate()
     store.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
@@ -43,14 +59,16 @@ def test_a_newer_schema_is_refused(tmp_path):
         store.migrate()
 
 
-def test_reports_hold_no_ip_no_agent_and_no_time_finer_than_the_hour(fresh):
+def test_reports_hold_no_ip_no_agent_and_no_time_finer_than_the_hour(sqlite_fresh):
+    fresh = sqlite_fresh
     columns = {c.name for c in fresh.db["reports"].columns}
     assert columns == {"seq", "report_id", "survey_id", "public_key", "body", "received_hour"}
     fresh.add_reports([report("a")], "2026-01-01T10:00:00Z")
     assert fresh.conn.execute("SELECT received_hour FROM reports").fetchone()[0].endswith(":00:00Z")
 
 
-def test_enrollments_do_not_record_which_code_was_used(fresh):
+def test_enrollments_do_not_record_which_code_was_used(sqlite_fresh):
+    fresh = sqlite_fresh
     assert {c.name for c in fresh.db["enrollments"].columns} == {"survey_id", "public_key"}
     assert "public_key" not in {c.name for c in fresh.db["invitations"].columns}
 
@@ -93,7 +111,7 @@ def test_a_closed_survey_takes_nothing_but_still_recognizes_resends(fresh):
 
 def test_a_failed_batch_rolls_back_entirely(fresh):
     bad = NewReport("x", "s", "k9", None, {"q": (1,)})  # type: ignore[arg-type]  # NOT NULL body
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         fresh.add_reports([report("a", "k1"), bad], "h")
     assert fresh.tallies("s") == (0, {"q": [0, 0]})
     assert fresh.report_body("a") is None
@@ -151,3 +169,23 @@ def test_concurrent_writers_lose_and_double_count_nothing(tmp_path):
         t.join()
     assert not errors
     assert first.tallies("s") == (40 + 4 * 40, {"q": [0, 200]})
+
+
+def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
+    from deniable.aggregator import recount
+    from deniable.aggregator.ingest import ingest
+
+    for _ in range(5):
+        ingest(store, report_for(survey))
+    count = recount.counter(store, survey.id)
+    n, support = store.tallies(survey.id)
+    assert store.recount(survey.id, count).consistent
+    bumped = NewReport("x", survey.id, "kx", "", {"smokes": (1,)})  # counted, body empty
+    store.add_reports([bumped], "2000-01-01T00:00:00Z")
+    found = store.recount(survey.id, count, repair=True)
+    assert not found.consistent and found.stored_n == n + 1 and found.counted_n == n
+    assert store.tallies(survey.id) == (n, support)
+    assert store.purge_reports(survey.id, "9999-01-01T00:00:00Z", count) == 5
+    assert list(store.iter_report_bodies(survey.id)) == []
+    after = store.recount(survey.id, count)
+    assert after.consistent and after.purged_n == 5 and after.counted == support

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from playwright.sync_api import expect
 
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
@@ -119,6 +120,11 @@ def test_phone_layout_has_no_horizontal_scroll(
 
 
 def test_survey_page_refreshes_when_reports_arrive(live_server: Any, page: Any) -> None:
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     fill(live_server, 30)
     login(page, live_server, live_server.token)
     page.wait_for_url(f"{live_server.url}/")
@@ -127,4 +133,6 @@ def test_survey_page_refreshes_when_reports_arrive(live_server: Any, page: Any) 
     survey = Survey.from_dict(live_server.get("/api/v1/surveys/browser").json()["survey"])
     more = [make_report(survey, {"smokes": True, "party": "C"}, generate_key()) for _ in range(5)]
     requests.post(f"{live_server.url}/api/v1/reports", json={"reports": more}, timeout=30)
-    page.wait_for_function("document.getElementById('n').textContent === '35'", timeout=20_000)
+    # A locator, not wait_for_function: the dashboard's CSP (rightly) forbids eval.
+    expect(page.locator("#n")).to_have_text("35", timeout=20_000)
+    assert not violations, violations

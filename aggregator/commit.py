@@ -1,0 +1,133 @@
+"""Group commit: the reports of concurrent requests stored in one transaction, one fsync.
+
+Each request thread checks and verifies its reports, then hands them to its process's
+GroupCommitter and waits. The first waiting thread becomes the leader: it takes everything
+queued, stores it with its own store in one `add_reports` call (one BEGIN IMMEDIATE ... COMMIT),
+and hands each waiter its own outcomes. Threads that queue meanwhile wait for the next leader,
+so the group grows with the load while a lone request commits at once. Nobody is answered
+before the transaction holding its reports has committed; when a group's transaction fails,
+each request is retried alone, so one request's failure is never another's, and a request
+whose own transaction fails gets the error (never "accepted").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from deniable.aggregator.store import NewReport, Store, StoreError, StoreOutcome
+
+#: Reports one leader stores at most in one transaction (bounds the write lock's hold time).
+MAX_GROUP_REPORTS = 5000
+
+
+class _Ticket:
+    """One request's reports, and what became of them once its transaction ended."""
+
+    __slots__ = ("reports", "hour", "outcomes", "error", "done")
+
+    def __init__(self, reports: list[NewReport], hour: str):
+        self.reports = reports
+        self.hour = hour
+        self.outcomes: list[StoreOutcome] | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class GroupCommitter:
+    """Leader/follower group commit of `Store.add_reports` for the threads of one process."""
+
+    def __init__(self, max_reports: int = MAX_GROUP_REPORTS):
+        self.max_reports = max_reports
+        self._cond = threading.Condition()
+        self._queue: list[_Ticket] = []
+        self._leading = False
+        #: Transactions run and tickets they carried (for tests and tuning).
+        self.transactions = 0
+        self.tickets = 0
+
+    def add_reports(
+        self, store: Store, reports: Sequence[NewReport], received_hour: str
+    ) -> list[StoreOutcome]:
+        """What `store.add_reports` answers for these reports, stored with whatever other
+        threads queued meanwhile; returns only after the transaction has committed."""
+        if not reports:
+            return []
+        ticket = _Ticket(list(reports), received_hour)
+        with self._cond:
+            self._queue.append(ticket)
+            while not ticket.done and self._leading:
+                self._cond.wait()
+            if ticket.done:
+                return self._answer(ticket)
+            self._leading = True
+            group = self._take(ticket)
+        try:
+            self._commit(store, group)
+        finally:
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+        return self._answer(ticket)
+
+    def _take(self, own: _Ticket) -> list[_Ticket]:
+        """The leader's group: queued tickets in order up to the size bound, its own always."""
+        group, size, rest = [], 0, []
+        for ticket in self._queue:
+            if ticket is own or not group or size + len(ticket.reports) <= self.max_reports:
+                group.append(ticket)
+                size += len(ticket.reports)
+            else:
+                rest.append(ticket)
+        self._queue = rest
+        return group
+
+    def _commit(self, store: Store, group: list[_Ticket]) -> None:
+        by_hour: dict[str, list[_Ticket]] = {}
+        for ticket in group:
+            by_hour.setdefault(ticket.hour, []).append(ticket)
+        try:
+            for hour, tickets in by_hour.items():
+                try:
+                    self._store(store, tickets, hour)
+                except Exception:
+                    if len(tickets) == 1:
+                        raise
+                    for ticket in tickets:  # alone, so a bad request fails nobody else
+                        try:
+                            self._store(store, [ticket], hour)
+                        except Exception as exc:
+                            ticket.error = exc
+        except BaseException as exc:
+            for ticket in group:
+                if ticket.outcomes is None and ticket.error is None:
+                    ticket.error = exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            with self._cond:
+                for ticket in group:
+                    if ticket.outcomes is None and ticket.error is None:
+                        ticket.error = RuntimeError("report not stored")
+                    ticket.done = True
+
+    def _store(self, store: Store, tickets: list[_Ticket], hour: str) -> None:
+        """One transaction for these tickets; their outcomes set only once it committed."""
+        reports = [report for ticket in tickets for report in ticket.reports]
+        outcomes = store.add_reports(reports, hour)
+        self.transactions += 1
+        self.tickets += len(tickets)
+        start = 0
+        for ticket in tickets:
+            ticket.outcomes = outcomes[start : start + len(ticket.reports)]
+            start += len(ticket.reports)
+
+    @staticmethod
+    def _answer(ticket: _Ticket) -> list[StoreOutcome]:
+        if ticket.error is not None:
+            error = ticket.error
+            raise StoreError(
+                f"the reports were not stored ({type(error).__name__}: {error}); send them again"
+            ) from error
+        assert ticket.outcomes is not None
+        return ticket.outcomes

@@ -1,0 +1,109 @@
+"""Operator commands of `deniable-aggregator`: verify (and repair) tallies, purge, backup."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from deniable.aggregator import recount
+from deniable.aggregator.db import get_store
+from deniable.shared.errors import DeniableError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Failure(click.ClickException):
+    """`error: ...` on stderr, exit status 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _friendly(command: F) -> F:
+    """Errors the operator can act on as one line on stderr, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (DeniableError, sqlite3.Error) as exc:
+            raise _Failure(str(exc)) from None
+        except OSError as exc:
+            raise _Failure(f"{exc.strerror or exc} ({exc.filename})") from None
+
+    return wrapped  # type: ignore[return-value]
+
+
+@click.command("verify")
+@click.argument("survey")
+@click.option("--repair", is_flag=True, help="Replace differing tallies and n by the recount.")
+@with_appcontext
+@_friendly
+def verify_command(survey: str, repair: bool) -> None:
+    """Recount SURVEY's n and tallies from its stored reports; exit 1 on any difference.
+
+    Reports purged by retention count by their kept totals. --repair rewrites n and every
+    tally in one transaction (exit 0 once repaired)."""
+    found = recount.verify(get_store(), survey, repair=repair)
+    lines = recount.differences(found)
+    purged = f", {found.purged_n} of them purged" if found.purged_n else ""
+    for line in lines:
+        click.echo(line)
+    if not lines:
+        click.echo(f"{survey}: n={found.stored_n}{purged}; every tally matches the recount")
+        return
+    if repair:
+        click.echo(f"{survey}: repaired {len(lines)} value(s); n={found.counted_n}{purged}")
+        return
+    click.echo(
+        f"error: {survey}: {len(lines)} value(s) differ from the recount; "
+        "`verify --repair` rewrites them",
+        err=True,
+    )
+    raise click.exceptions.Exit(1)
+
+
+@click.command("purge")
+@click.option(
+    "--days",
+    type=click.IntRange(1),
+    default=None,
+    help="Delete report bodies received more than DAYS days ago (default DENIABLE_RETENTION_DAYS).",
+)
+@with_appcontext
+@_friendly
+def purge_command(days: int | None) -> None:
+    """Delete old raw reports (retention); tallies and n are kept."""
+    days = days or current_app.config.get("RETENTION_DAYS")
+    if not days:
+        raise DeniableError("give --days N or set DENIABLE_RETENTION_DAYS")
+    purged = recount.purge(get_store(), days)
+    for survey, n in purged.items():
+        click.echo(f"{survey}: purged {n} report(s)")
+    click.echo(f"purged {sum(purged.values())} report(s) received over {days} day(s) ago")
+
+
+@click.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@with_appcontext
+@_friendly
+def backup_command(file: Path) -> None:
+    """Copy the database to FILE while the aggregator runs (SQLite's online backup API)."""
+    store = get_store()
+    backup = getattr(store, "backup", None)
+    if backup is None:
+        raise DeniableError("this database has its own backup tools (e.g. pg_dump)")
+    if file.exists():
+        raise DeniableError(f"{file} exists; choose a new file")
+    backup(file)
+    click.echo(f"backed up to {file}")
+
+
+COMMANDS = (verify_command, purge_command, backup_command)

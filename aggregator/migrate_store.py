@@ -1,0 +1,147 @@
+"""`deniable-aggregator migrate-store --to URL`: copy an SQLite deployment into PostgreSQL.
+
+Every table is read in one SQLite read transaction and written in one PostgreSQL transaction
+(COPY), so the copy is of one moment and lands whole or not at all. The target must be empty:
+copying into a database that already holds surveys or reports could count a report twice.
+After the copy, each survey is checked by recounting its tallies from the copied reports
+(plus what retention purged) and comparing them, and every table's row count, with the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from deniable.aggregator import recount
+from deniable.aggregator.sqlite_store import DB_FILE, SQLiteStore
+from deniable.aggregator.store import StoreError
+from deniable.shared.errors import DeniableError
+
+if TYPE_CHECKING:  # psycopg is an optional extra: imported only when migrating
+    from deniable.aggregator.postgres_store import PostgresStore
+
+#: Tables and the columns copied, in an order the foreign keys allow.
+COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "surveys",
+        ("id", "resolved", "hash", "created_at", "closed_at", "report_count", "purged_count"),
+    ),
+    ("tallies", ("survey_id", "question_id", "option_index", "support")),
+    ("purged_tallies", ("survey_id", "question_id", "option_index", "support")),
+    ("reports", ("seq", "report_id", "survey_id", "public_key", "body", "received_hour")),
+    ("tokens", ("hash", "name", "created_at")),
+    ("invitations", ("hash", "survey_id", "used", "created_at")),
+    ("enrollments", ("survey_id", "public_key")),
+)
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What a migration copied: rows per table, and n per survey (all verified)."""
+
+    rows: dict[str, int]
+    surveys: dict[str, int]
+
+
+def migrate(data_dir: Path, url: str) -> Copied:
+    """Copy the SQLite store in `data_dir` into the empty PostgreSQL database at `url`, verified."""
+    from deniable.aggregator.postgres_store import PostgresStore, describe
+
+    path = Path(data_dir) / DB_FILE
+    if not path.exists():
+        raise StoreError(f"no SQLite database at {path}; set DENIABLE_DATA_DIR to the deployment's")
+    source = SQLiteStore(path)
+    target = PostgresStore(url)
+    try:
+        source.migrate()
+        target.migrate()
+        rows = _copy(source, target, describe(url))
+        surveys = _verify(source, target, rows)
+    finally:
+        source.close()
+    return Copied(rows, surveys)
+
+
+def _copy(source: SQLiteStore, target: PostgresStore, where: str) -> dict[str, int]:
+    """Every table, in one read transaction and one write transaction; rows per table."""
+    rows: dict[str, int] = {}
+    with target._tx() as conn:
+        held = conn.execute(
+            "SELECT (SELECT count(*) FROM surveys) + (SELECT count(*) FROM tokens)"
+        ).fetchone()[0]
+        if held:
+            raise StoreError(
+                f"{where} already holds surveys or tokens; migrate into an empty database "
+                "(nothing was copied)"
+            )
+        source.conn.execute("BEGIN")
+        try:
+            for table, columns in COPIED:
+                names = ", ".join(columns)
+                count = 0
+                with conn.cursor().copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                    for row in source.conn.execute(f"SELECT {names} FROM {table}"):
+                        copy.write_row(row)
+                        count += 1
+                rows[table] = count
+        finally:
+            source.conn.execute("COMMIT")
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('reports', 'seq'), "
+            "(SELECT coalesce(max(seq), 0) + 1 FROM reports), false)"
+        )
+    return rows
+
+
+def _verify(source: SQLiteStore, target: PostgresStore, rows: dict[str, int]) -> dict[str, int]:
+    """Each survey's n and tallies equal on both sides and to a recount of the copied reports."""
+    with target._conn() as conn:
+        for table, copied in rows.items():
+            have = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            if have != copied:
+                raise StoreError(f"verification failed: {table} has {have} rows, copied {copied}")
+    surveys: dict[str, int] = {}
+    for record in source.list_surveys():
+        found = recount.verify(target, record.id)
+        if not found.consistent:
+            raise StoreError(
+                f"verification failed: {record.id}: "
+                + "; ".join(recount.differences(found))
+                + " (the source's own tallies may differ: run `verify` on it)"
+            )
+        if target.tallies(record.id) != source.tallies(record.id):
+            raise StoreError(f"verification failed: {record.id}: tallies differ from the source")
+        surveys[record.id] = found.stored_n
+    return surveys
+
+
+@click.command("migrate-store")
+@click.option(
+    "--to",
+    "url",
+    required=True,
+    metavar="URL",
+    help="The PostgreSQL database to copy into (postgresql://user:password@host/db); it must be empty.",
+)
+@with_appcontext
+def migrate_store_command(url: str) -> None:
+    """Copy this SQLite deployment (DENIABLE_DATA_DIR) into PostgreSQL and verify it by recount.
+
+    Surveys, reports, tallies, report counts, retention totals, researcher tokens, invitations
+    and enrollments are copied in one transaction. Stop the aggregator first (reports that
+    arrive during the copy would not be copied); then set DENIABLE_DATABASE_URL=URL."""
+    try:
+        copied = migrate(Path(current_app.config["DATA_DIR"]), url)
+    except DeniableError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise click.exceptions.Exit(1) from None
+    for survey, n in copied.surveys.items():
+        click.echo(f"{survey}: n={n}; every tally matches the recount and the source")
+    summary = ", ".join(f"{n} {table}" for table, n in copied.rows.items())
+    click.echo(f"copied {summary}")
+    click.echo("now set DENIABLE_DATABASE_URL to that URL to use it")

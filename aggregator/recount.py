@@ -1,0 +1,66 @@
+"""Verify and repair tallies against the stored reports, and purge old report bodies (retention).
+
+The tallies are what estimates read; the stored reports are the evidence. `verify` recounts a
+survey's n and support counts from its stored report bodies, plus the totals of reports that
+retention purged (their bodies are gone, their counts are kept), so a purge never makes verify
+"repair" a tally downwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from deniable.aggregator.analyze import tally
+from deniable.aggregator.store import BodyCounter, Recount, Store, StoreError
+from deniable.shared.report import hour_now
+from deniable.shared.survey import Survey
+
+
+def counter(store: Store, survey_id: str) -> BodyCounter:
+    """Counts report bodies of the survey exactly as ingestion tallies them."""
+    record = store.get_survey(survey_id)
+    if record is None:
+        raise StoreError(f"no survey {survey_id!r} on this aggregator; check the survey id")
+    survey = Survey.from_dict(record.resolved)
+
+    def count(bodies: Iterable[str]) -> tuple[int, dict[str, list[int]]]:
+        return tally(survey, bodies, verify=False)
+
+    return count
+
+
+def verify(store: Store, survey_id: str, *, repair: bool = False) -> Recount:
+    """Recount the survey's n and tallies; with `repair`, make them equal in one transaction."""
+    return store.recount(survey_id, counter(store, survey_id), repair=repair)
+
+
+def differences(found: Recount) -> list[str]:
+    """One line per stored value that differs from the recount."""
+    lines = []
+    if found.stored_n != found.counted_n:
+        lines.append(f"n: stored {found.stored_n}, recounted {found.counted_n}")
+    for qid, counted in found.counted.items():
+        stored = found.stored.get(qid, [])
+        for option, value in enumerate(counted):
+            have = stored[option] if option < len(stored) else None
+            if have != value:
+                lines.append(f"{qid}[{option}]: stored {have}, recounted {value}")
+    return lines
+
+
+def cutoff_hour(days: int, now: datetime | None = None) -> str:
+    """The received hour before which reports are older than `days` days."""
+    return hour_now((now or datetime.now(UTC)) - timedelta(days=days))
+
+
+def purge(store: Store, days: int, *, now: datetime | None = None) -> dict[str, int]:
+    """Purge the bodies of reports received more than `days` days ago, survey by survey (one
+    transaction each); tallies and n stay. Survey id -> reports purged (only those with any)."""
+    before = cutoff_hour(days, now)
+    purged = {}
+    for record in store.list_surveys():
+        n = store.purge_reports(record.id, before, counter(store, record.id))
+        if n:
+            purged[record.id] = n
+    return purged

@@ -1,0 +1,191 @@
+"""Group commit: many threads at once, each report stored once, failures never "accepted"."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from deniable.aggregator.commit import GroupCommitter
+from deniable.aggregator.sqlite_store import SQLiteStore
+from deniable.aggregator.store import NewReport, StoreError, StoreOutcome
+
+THREADS = 16
+PER_THREAD = 40
+
+
+def report(rid: str, key: str, option: int = 1) -> NewReport:
+    return NewReport(rid, "s", key, f"body-{rid}", {"q": (option,)})
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    store = SQLiteStore.in_data_dir(tmp_path)
+    store.migrate()
+    store.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    store.close()
+    return tmp_path
+
+
+def run_threads(target, count: int = THREADS) -> None:
+    start = threading.Barrier(count)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            target(i)
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+
+
+def test_many_threads_each_report_stored_exactly_once(data_dir):
+    committer = GroupCommitter()
+    answers: dict[str, list[StoreOutcome]] = {}
+
+    def post(i: int) -> None:
+        store = SQLiteStore.in_data_dir(data_dir)
+        try:
+            for j in range(PER_THREAD):
+                # every report twice, and every other one also from a second thread
+                rid, twin = f"r{i}-{j}", f"r{(i + 1) % THREADS}-{j}"
+                sent = [report(rid, f"k{i}-{j}", option=j % 2)]
+                if j % 2:
+                    sent.append(report(twin, f"k{(i + 1) % THREADS}-{j}", option=j % 2))
+                for new, outcome in zip(sent, committer.add_reports(store, sent, "h"), strict=True):
+                    answers.setdefault(new.report_id, []).append(outcome)
+                (again,) = committer.add_reports(store, sent[:1], "h")
+                answers[rid].append(again)
+        finally:
+            store.close()
+
+    run_threads(post)
+    store = SQLiteStore.in_data_dir(data_dir)
+    n, tallies = store.tallies("s")
+    stored = [row[0] for row in store.conn.execute("SELECT report_id FROM reports")]
+    assert sorted(stored) == sorted(answers)  # every report, exactly once
+    for outcomes in answers.values():
+        assert outcomes.count("accepted") == 1  # answered accepted once, else duplicate
+        assert set(outcomes) <= {"accepted", "duplicate"}
+    assert n == THREADS * PER_THREAD == sum(tallies["q"])
+    assert tallies["q"] == [THREADS * PER_THREAD // 2] * 2
+    assert committer.transactions < committer.tickets  # groups did form
+
+
+def test_one_report_per_key_across_concurrent_requests(data_dir):
+    committer = GroupCommitter()
+    results: list[StoreOutcome] = []
+
+    def post(i: int) -> None:
+        store = SQLiteStore.in_data_dir(data_dir)
+        try:
+            results.extend(committer.add_reports(store, [report(f"r{i}", "same-key")], "h"))
+        finally:
+            store.close()
+
+    run_threads(post)
+    assert sorted(results) == ["accepted"] + ["answered"] * (THREADS - 1)
+    store = SQLiteStore.in_data_dir(data_dir)
+    assert store.tallies("s")[0] == 1
+
+
+class FailingStore(SQLiteStore):
+    """Fails every transaction holding a report whose body says so, like a full disk would."""
+
+    def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
+        if any(r.body.startswith("fail") for r in reports):
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
+                    "VALUES ('partial', 's', 'pk-partial', 'x', 'h')"
+                )
+                raise sqlite3.OperationalError("disk I/O error")
+        return super().add_reports(reports, received_hour)
+
+
+def test_a_failed_transaction_answers_an_error_never_accepted(data_dir):
+    committer = GroupCommitter()
+    good: dict[str, StoreOutcome] = {}
+    failed: list[str] = []
+
+    def post(i: int) -> None:
+        store = FailingStore.in_data_dir(data_dir)
+        try:
+            for j in range(10):
+                rid = f"r{i}-{j}"
+                body = "fail" if (i + j) % 3 == 0 else f"body-{rid}"
+                sent = NewReport(rid, "s", f"k{i}-{j}", body, {"q": (1,)})
+                try:
+                    (outcome,) = committer.add_reports(store, [sent], "h")
+                except StoreError:
+                    failed.append(rid)
+                else:
+                    good[rid] = outcome
+        finally:
+            store.close()
+
+    run_threads(post)
+    assert len(failed) == sum((i + j) % 3 == 0 for i in range(THREADS) for j in range(10))
+    store = SQLiteStore.in_data_dir(data_dir)
+    stored = {row[0] for row in store.conn.execute("SELECT report_id FROM reports")}
+    assert stored == set(good)  # nothing of a failed transaction, every good report
+    assert set(good.values()) == {"accepted"}
+    assert not stored & set(failed)
+    assert store.tallies("s") == (len(good), {"q": [0, len(good)]})
+
+
+def test_a_lone_failure_raises_store_error_and_the_store_stays_usable(data_dir):
+    committer = GroupCommitter()
+    store = FailingStore.in_data_dir(data_dir)
+    with pytest.raises(StoreError, match="not stored"):
+        committer.add_reports(store, [NewReport("x", "s", "k", "fail", {"q": (0,)})], "h")
+    assert not store.conn.in_transaction
+    assert committer.add_reports(store, [report("y", "k2")], "h") == ["accepted"]
+    assert committer.add_reports(store, [], "h") == []
+
+
+def test_reports_of_different_hours_keep_their_own_hour(data_dir):
+    committer = GroupCommitter()
+
+    def post(i: int) -> None:
+        store = SQLiteStore.in_data_dir(data_dir)
+        try:
+            committer.add_reports(store, [report(f"r{i}", f"k{i}")], f"hour-{i % 2}")
+        finally:
+            store.close()
+
+    run_threads(post)
+    store = SQLiteStore.in_data_dir(data_dir)
+    rows = store.conn.execute("SELECT report_id, received_hour FROM reports").fetchall()
+    assert {rid: hour for rid, hour in rows} == {f"r{i}": f"hour-{i % 2}" for i in range(THREADS)}
+
+
+def test_threads_posting_at_once_through_the_api(app, auth, survey_doc, report_for):
+    from deniable.shared import Survey
+
+    client = app.test_client()
+    created = client.post("/api/v1/surveys", json=survey_doc, headers=auth)
+    survey = Survey.from_dict(created.get_json()["survey"])
+    reports = [report_for(survey) for _ in range(THREADS * 8)]
+    statuses: dict[str, list[int]] = {}
+
+    def post(i: int) -> None:
+        mine = app.test_client()
+        for sent in reports[i::THREADS]:
+            for _ in range(2):  # each report twice: accepted, then duplicate
+                response = mine.post("/api/v1/reports", json=sent)
+                statuses.setdefault(sent["report_id"], []).append(response.status_code)
+
+    run_threads(post)
+    assert all(sorted(codes) == [200, 201] for codes in statuses.values())
+    summary = client.get("/api/v1/surveys", headers=auth).get_json()["surveys"][0]
+    assert summary["report_count"] == len(reports)

@@ -1,0 +1,13 @@
+"""End-to-end tests run on both store backends (a test that reads the SQLite file pins sqlite)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.postgres_support import BACKENDS
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each end-to-end test once on SQLite and once on PostgreSQL."""
+    return request.param

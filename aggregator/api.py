@@ -16,7 +16,7 @@ from deniable.aggregator.bodies import json_body
 from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import get_store, provider
 from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.ingest import ingest
+from deniable.aggregator.ingest import RecordCache, ingest
 from deniable.aggregator.problems import Problem
 from deniable.aggregator.store import StoreError
 from deniable.shared.errors import SurveyError
@@ -97,6 +97,17 @@ def enrollments(survey_id: str) -> Any:
 COMMITTER = "deniable.committer"
 
 
+RECORDS = "deniable.survey-records"
+
+
+def recent_records() -> RecordCache:
+    """This app's short-lived cache of survey records (see RecordCache)."""
+    found = current_app.extensions.get(RECORDS)
+    if found is None:
+        found = current_app.extensions[RECORDS] = RecordCache()
+    return found
+
+
 def committer() -> GroupCommitter:
     """This process's group committer for the current app (a forked worker makes its own)."""
     found = current_app.extensions.get(COMMITTER)
@@ -124,9 +135,13 @@ def reports() -> Any:
                 413,
                 f"a batch holds at most {limit} reports, got {len(batch)}; send smaller batches",
             )
-        outcomes = ingest(get_store(), batch, clock_skew=skew, committer=committer())
+        outcomes = ingest(
+            get_store(), batch, clock_skew=skew, committer=committer(), records=recent_records()
+        )
         return jsonify(results=[o.to_dict() for o in outcomes])
-    (outcome,) = ingest(get_store(), body, clock_skew=skew, committer=committer())
+    (outcome,) = ingest(
+        get_store(), body, clock_skew=skew, committer=committer(), records=recent_records()
+    )
     if outcome.result == "rejected":
         raise Problem(outcome.status, outcome.reason or "rejected", **outcome.to_dict())
     return Response(json.dumps(outcome.to_dict()), outcome.status, mimetype="application/json")

@@ -8,6 +8,7 @@ so a client may always resend its outbox safely.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -105,6 +106,34 @@ class SurveyCache:
 SURVEYS = SurveyCache()
 
 
+class RecordCache:
+    """Survey records by id, kept `ttl` seconds, for one app's store.
+
+    Safe because the checks before the write transaction are an early answer only: a survey's
+    hash never changes, and `add_reports` reads closed_at again inside the transaction, so a
+    survey closed within the last `ttl` seconds still refuses the report ("closed")."""
+
+    def __init__(self, ttl: float = 1.0):
+        self.ttl = ttl
+        self._records: dict[str, tuple[float, SurveyRecord]] = {}
+        self._lock = Lock()
+
+    def get(self, store: Store, survey_id: str) -> SurveyRecord | None:
+        """The survey's record, from the store at most `ttl` seconds ago."""
+        now = time.monotonic()
+        with self._lock:
+            found = self._records.get(survey_id)
+        if found is not None and now - found[0] < self.ttl:
+            return found[1]
+        record = store.get_survey(survey_id)
+        if record is not None:
+            with self._lock:
+                if len(self._records) > 4096:
+                    self._records.clear()
+                self._records[survey_id] = (now, record)
+        return record
+
+
 def _report_id_of(value: object) -> str | None:
     if isinstance(value, dict) and isinstance(value.get("report_id"), str):
         return value["report_id"][:128]
@@ -147,16 +176,27 @@ def verified_body(report: dict[str, Any]) -> str:
 class _Checker:
     """The checks of one ingest call, remembering the surveys it looked up."""
 
-    def __init__(self, store: Store, now: datetime, skew: timedelta, cache: SurveyCache):
+    def __init__(
+        self,
+        store: Store,
+        now: datetime,
+        skew: timedelta,
+        cache: SurveyCache,
+        recent: RecordCache | None = None,
+    ):
         self.store = store
         self.now = now
         self.skew = skew
         self.cache = cache
+        self.recent = recent
         self.records: dict[str, tuple[SurveyRecord, Survey] | None] = {}
 
     def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey] | None:
         if survey_id not in self.records:
-            record = self.store.get_survey(survey_id)
+            if self.recent is not None:
+                record = self.recent.get(self.store, survey_id)
+            else:
+                record = self.store.get_survey(survey_id)
             self.records[survey_id] = (
                 None if record is None else (record, self.cache.survey(record))
             )
@@ -226,13 +266,15 @@ def ingest(
     now: datetime | None = None,
     cache: SurveyCache = SURVEYS,
     committer: GroupCommitter | None = None,
+    records: RecordCache | None = None,
 ) -> list[Outcome]:
     """Check, verify and store one report (a dict) or a batch (a list); an Outcome per report,
     in order. Valid reports of a batch are stored together even when others are rejected.
-    With a committer, they share a transaction with other threads' (group commit)."""
+    With a committer, they share a transaction with other threads' (group commit); with
+    `records`, survey records may be up to its ttl old (see RecordCache)."""
     items = value if isinstance(value, list) else [value]
     moment = (now or datetime.now(UTC)).astimezone(UTC)
-    checker = _Checker(store, moment, clock_skew, cache)
+    checker = _Checker(store, moment, clock_skew, cache, records)
     outcomes: list[Outcome | None] = [None] * len(items)
     ready: list[tuple[int, NewReport]] = []
     for i, item in enumerate(items):

@@ -111,10 +111,12 @@ def init_limits(app: Flask) -> Limiter:
         )(app.view_functions[LOGIN])
     delay = float(app.config.get("LOGIN_FAILURE_DELAY") or 0)
 
-    @app.after_request
     def _slow_failed_login(response: Response) -> Any:
         if delay and request.endpoint == LOGIN and response.status_code == 401:
             time.sleep(delay)
         return response
+
+    # Only dashboard responses can be a failed login: keep the hook off the report path.
+    app.after_request_funcs.setdefault(LOGIN.split(".")[0], []).append(_slow_failed_login)
 
     return limiter

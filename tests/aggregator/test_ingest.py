@@ -209,3 +209,19 @@ def test_surveys_are_parsed_once_per_hash(store, survey, report_for):
     first = cache.survey(store.get_survey(survey.id))
     ingest(store, report_for(survey), cache=cache)
     assert cache.survey(store.get_survey(survey.id)) is first
+
+
+def test_a_survey_closed_while_its_record_is_cached_still_refuses_reports(
+    store, survey, report_for
+):
+    from deniable.aggregator.ingest import RecordCache
+
+    recent = RecordCache(ttl=3600)
+    (first,) = ingest(store, report_for(survey), records=recent)
+    assert first.result == "accepted"
+    close_survey(store, survey.id)
+    assert recent.get(store, survey.id).closed_at is None  # the cached record is stale...
+    (late,) = ingest(store, report_for(survey), records=recent)
+    assert (late.result, late.status) == ("rejected", 409)  # ...but the write refuses it
+    assert "closed" in late.reason
+    assert store.tallies(survey.id)[0] == 1

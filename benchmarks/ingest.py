@@ -248,11 +248,25 @@ def process_tree_cpu(pid: int) -> float:
     return total
 
 
+def fresh_database(url: str) -> str:
+    """The URL of a new empty database on the server of `url` (whose user may create one)."""
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    name = f"deniable_bench_{os.getpid()}_{time.monotonic_ns()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlsplit(url)._replace(path=f"/{name}").geturl()
+
+
 def run_aggregator(
     workers: int, bodies: Sequence[bytes], batch: int, clients: int, env: dict
 ) -> dict:
     data = Path(tempfile.mkdtemp(prefix="deniable-bench-"))
     env = dict(env, DENIABLE_DATA_DIR=str(data))
+    if env.get("DENIABLE_DATABASE_URL"):
+        env["DENIABLE_DATABASE_URL"] = fresh_database(env["DENIABLE_DATABASE_URL"])
     try:
         single_doc = dict(SURVEY)
         (data / "survey.json").write_text(json.dumps(single_doc))
@@ -335,14 +349,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["DENIABLE_THREADS"] = str(args.threads)
-    if args.database_url:
-        env["DENIABLE_DATABASE_URL"] = args.database_url
+    backends = [("sqlite", env)]
+    if args.database_url:  # both backends in the same run, for their ratio
+        backends.append(("postgres", dict(env, DENIABLE_DATABASE_URL=args.database_url)))
     if args.synchronous:
         env["DENIABLE_SQLITE_SYNCHRONOUS"] = args.synchronous
     command = "python benchmarks/ingest.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"# {command.strip()}")
     print(
-        f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, backend {'SQLite' if not args.database_url else args.database_url.split(':')[0]}"
+        f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"backends: {', '.join(name for name, _ in backends)}"
     )
     rows = []
     cores = os.cpu_count() or 1
@@ -350,46 +366,47 @@ def main(argv: Sequence[str] | None = None) -> None:
     for workers in [int(w) for w in args.workers.split(",")]:
         bodies = make_bodies(args.reports)
         bare = best(args.rounds, partial(run_bare, workers, bodies, args.clients, env))
-        runs = [run_aggregator(workers, bodies, args.batch, args.clients, env)]
-        runs += [
-            run_aggregator(workers, bodies, args.batch, args.clients, env)
-            for _ in range(args.rounds - 1)
-        ]
-        single = max((r["single"] for r in runs), key=lambda f: f["per_second"])
-        batched = max((r["batched"] for r in runs), key=lambda f: f["per_second"])
         usable = cores
         ceiling = best(args.rounds, partial(verify_rate, usable))["rate"]
-        row = {
-            "workers": workers,
-            "single": single["per_second"],
-            "single_p50_ms": single["p50_ms"],
-            "single_p99_ms": single["p99_ms"],
-            "batched": batched["per_second"],
-            "bare_flask": bare["per_second"],
-            "verify_per_core": per_core,
-            "verify_ceiling": ceiling,
-            "verify_processes": usable,
-            "accepted": min(r["single"]["accepted"] + r["batched"]["accepted"] for r in runs),
-            "sent": len(bodies),
-        }
-        row["single_vs_bare"] = row["single"] / row["bare_flask"]
-        row["batched_vs_verify"] = row["batched"] / row["verify_ceiling"]
-        row["batched_per_cpu_second"] = batched["accepted"] / max(batched["cpu_seconds"], 1e-9)
-        row["batched_cpu_efficiency"] = row["batched_per_cpu_second"] / per_core
-        rows.append(row)
+        for backend, benv in backends:
+            runs = [
+                run_aggregator(workers, bodies, args.batch, args.clients, benv)
+                for _ in range(max(1, args.rounds))
+            ]
+            single = max((r["single"] for r in runs), key=lambda f: f["per_second"])
+            batched = max((r["batched"] for r in runs), key=lambda f: f["per_second"])
+            row = {
+                "backend": backend,
+                "workers": workers,
+                "single": single["per_second"],
+                "single_p50_ms": single["p50_ms"],
+                "single_p99_ms": single["p99_ms"],
+                "batched": batched["per_second"],
+                "bare_flask": bare["per_second"],
+                "verify_per_core": per_core,
+                "verify_ceiling": ceiling,
+                "verify_processes": usable,
+                "accepted": min(r["single"]["accepted"] + r["batched"]["accepted"] for r in runs),
+                "sent": len(bodies),
+            }
+            row["single_vs_bare"] = row["single"] / row["bare_flask"]
+            row["batched_vs_verify"] = row["batched"] / row["verify_ceiling"]
+            row["batched_per_cpu_second"] = batched["accepted"] / max(batched["cpu_seconds"], 1e-9)
+            row["batched_cpu_efficiency"] = row["batched_per_cpu_second"] / per_core
+            rows.append(row)
     print(
         f"# gunicorn: {GUNICORN_CONF.relative_to(GUNICORN_CONF.parent.parent)}, "
         f"{args.threads} threads per worker, {args.clients} load processes, best of {args.rounds}"
     )
     print(f"# verify/core: {per_core:.0f}/s (one process alone)")
     header = (
-        f"{'workers':>7} {'single/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'bare/s':>8} {'ratio':>6}"
+        f"{'backend':>8} {'workers':>7} {'single/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'bare/s':>8} {'ratio':>6}"
         f" {'batched/s':>10} {'ceiling/s':>10} {'ratio':>6} {'cpu eff':>7} {'accepted':>9}"
     )
     print(header)
     for r in rows:
         print(
-            f"{r['workers']:>7} {r['single']:>9.0f} {r['single_p50_ms']:>7.2f}"
+            f"{r['backend']:>8} {r['workers']:>7} {r['single']:>9.0f} {r['single_p50_ms']:>7.2f}"
             f" {r['single_p99_ms']:>7.2f} {r['bare_flask']:>8.0f} {r['single_vs_bare']:>6.2f}"
             f" {r['batched']:>10.0f} {r['verify_ceiling']:>10.0f} {r['batched_vs_verify']:>6.2f}"
             f" {r['batched_cpu_efficiency']:>7.2f} {r['accepted']:>5}/{r['sent']}"
@@ -407,6 +424,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"best batched ratio {max(r['batched_vs_verify'] for r in rows):.2f}, "
         f"best batched CPU efficiency {max(r['batched_cpu_efficiency'] for r in rows):.2f}"
     )
+    if len(backends) > 1:
+        for workers in sorted({r["workers"] for r in rows}):
+            lite, pg = (
+                next(r for r in rows if r["workers"] == workers and r["backend"] == b)
+                for b in ("sqlite", "postgres")
+            )
+            print(
+                f"postgres/sqlite at {workers} workers: single {pg['single'] / lite['single']:.2f}, "
+                f"batched {pg['batched'] / lite['batched']:.2f}"
+            )
     if args.json:
         args.json.write_text(json.dumps({"command": command, "rows": rows}, indent=2))
 

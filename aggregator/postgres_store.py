@@ -1,16 +1,23 @@
 """The PostgreSQL store: several processes on several machines writing to one database.
 
 Connections come from one psycopg pool per process and URL, made on first use (so nothing is
-connected before a server forks) and forgotten, never closed, in a forked child. Every write
-transaction first locks the rows of the surveys it touches, in id order: writers of one survey
-queue there, a survey closed meanwhile is seen, and no two writers ever deadlock. Tallies and
-counts are raised by `support = support + n` in the transaction that inserts the reports, and
-the unique constraints tell duplicates, conflicts and second answers apart without aborting it.
+connected before a server forks) and forgotten, never closed, in a forked child. Every report
+transaction first share-locks the rows of the surveys it touches, in id order: writers of one
+survey run side by side, while closing a survey (or repairing or purging it) takes the row
+exclusively, so it waits for the writers in flight and every later writer sees it. The unique
+constraints tell duplicates, conflicts and second answers apart without aborting a transaction.
+
+Counters are sharded so that writers of one survey do not queue on the same rows through their
+COMMIT: `tallies.support` and `surveys.report_count` are a base (written by survey creation,
+repair and migrate-store), and each report transaction adds its increments to one of SHARDS
+rows per counter in `tally_shards` and `count_shards`, chosen at random. Reads sum the base and
+the shards, a cost bounded by SHARDS x options whatever the number of reports.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +46,9 @@ MIGRATION_LOCK = 0x64656E6961626C65
 POOL_SIZE = 8
 #: A purged report keeps this empty body (and its random report_id and public key).
 PURGED_BODY = ""
+#: Counter rows per tally and per survey count that report transactions spread their increments
+#: over (a transaction uses one, at random), so concurrent writers of one survey rarely wait.
+SHARDS = 16
 
 _SCHEMA_1 = (
     """CREATE TABLE surveys (
@@ -89,8 +99,43 @@ _SCHEMA_2 = (
         PRIMARY KEY (survey_id, question_id, option_index))""",
 )
 
-#: Ordered schema migrations (the same as SQLite's); schema_version counts those applied.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2)
+# Sharded counters: increments on top of the base in tallies.support and surveys.report_count
+# (which stay as they were, so a database migrated to this version keeps its totals).
+_SCHEMA_3 = (
+    """CREATE TABLE tally_shards (
+        survey_id text NOT NULL REFERENCES surveys (id),
+        question_id text NOT NULL,
+        option_index integer NOT NULL,
+        shard smallint NOT NULL,
+        support bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (survey_id, question_id, option_index, shard))""",
+    """CREATE TABLE count_shards (
+        survey_id text NOT NULL REFERENCES surveys (id),
+        shard smallint NOT NULL,
+        reports bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (survey_id, shard))""",
+)
+
+#: Ordered schema migrations (SQLite's first two, then the sharded counters); schema_version
+#: counts those applied.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3)
+
+#: A survey's n (for a row of `surveys`): the base plus its count shards.
+_REPORT_COUNT = (
+    "(surveys.report_count + coalesce((SELECT sum(c.reports) FROM count_shards c "
+    "WHERE c.survey_id = surveys.id), 0))::bigint"
+)
+#: A survey's tallies (base plus shards) as rows (question_id, option_index, support), in order.
+_TALLIES = (
+    "SELECT t.question_id, t.option_index, (t.support + coalesce(d.support, 0))::bigint "
+    "FROM tallies t LEFT JOIN (SELECT question_id, option_index, sum(support) AS support "
+    "FROM tally_shards WHERE survey_id = %(s)s GROUP BY question_id, option_index) d "
+    "ON d.question_id = t.question_id AND d.option_index = t.option_index "
+    "WHERE t.survey_id = %(s)s ORDER BY t.question_id, t.option_index"
+)
+#: Attempts at a report transaction that PostgreSQL aborts as a deadlock (possible only between
+#: batches holding the same reports in different orders); the outcome of a retry is the same.
+_ATTEMPTS = 5
 
 _pools: dict[str, ConnectionPool] = {}
 _pools_lock = threading.Lock()
@@ -251,7 +296,7 @@ class PostgresStore(Store):
         """Nothing to release: connections belong to the process's pool (see close_pools)."""
 
     # surveys
-    _SURVEY_COLUMNS = "id, resolved, hash, created_at, closed_at, report_count"
+    _SURVEY_COLUMNS = f"id, resolved, hash, created_at, closed_at, {_REPORT_COUNT}"
 
     def create_survey(
         self,
@@ -300,33 +345,49 @@ class PostgresStore(Store):
     def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
         if not reports:
             return []
-        with self._tx() as conn:
-            open_ids = self._lock_open_surveys(conn, sorted({r.survey_id for r in reports}))
-            tried = [i for i, r in enumerate(reports) if r.survey_id in open_ids]
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING seq",
-                    [
-                        (r.report_id, r.survey_id, r.public_key, r.body, received_hour)
-                        for r in (reports[i] for i in tried)
-                    ],
-                    returning=True,
-                )
-                inserted = set()
-                for i in tried:
-                    if cur.fetchone() is not None:
-                        inserted.add(i)
-                    cur.nextset()
-            outcomes = self._classify(conn, reports, inserted, open_ids)
-            self._count(conn, [reports[i] for i in sorted(inserted)])
+        for attempt in range(_ATTEMPTS):
+            with self._conn() as conn:
+                try:
+                    with conn.transaction():
+                        return self._add_reports(conn, reports, received_hour)
+                except psycopg.errors.DeadlockDetected:
+                    if attempt == _ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")
+
+    def _add_reports(
+        self, conn: psycopg.Connection, reports: Sequence[NewReport], received_hour: str
+    ) -> list[StoreOutcome]:
+        open_ids = self._lock_open_surveys(conn, sorted({r.survey_id for r in reports}), share=True)
+        tried = [i for i, r in enumerate(reports) if r.survey_id in open_ids]
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING seq",
+                [
+                    (r.report_id, r.survey_id, r.public_key, r.body, received_hour)
+                    for r in (reports[i] for i in tried)
+                ],
+                returning=True,
+            )
+            inserted = set()
+            for i in tried:
+                if cur.fetchone() is not None:
+                    inserted.add(i)
+                cur.nextset()
+        outcomes = self._classify(conn, reports, inserted, open_ids)
+        self._count(conn, [reports[i] for i in sorted(inserted)])
         return outcomes
 
     @staticmethod
-    def _lock_open_surveys(conn: psycopg.Connection, survey_ids: list[str]) -> set[str]:
-        """Lock the surveys' rows (in id order, so writers never deadlock); the open ones."""
+    def _lock_open_surveys(
+        conn: psycopg.Connection, survey_ids: list[str], *, share: bool = False
+    ) -> set[str]:
+        """Lock the surveys' rows, in id order; the open ones. Report writers `share` the lock
+        with each other; the exclusive lock (closing, repair, purge) waits for them all."""
+        mode = "FOR SHARE" if share else "FOR NO KEY UPDATE"
         rows = conn.execute(
-            "SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+            f"SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id {mode}",
             (survey_ids,),
         ).fetchall()
         return {sid for sid, closed_at in rows if closed_at is None}
@@ -364,7 +425,8 @@ class PostgresStore(Store):
 
     @staticmethod
     def _count(conn: psycopg.Connection, accepted: Sequence[NewReport]) -> None:
-        """Add the accepted reports' support to the tallies and their number to report_count."""
+        """Add the accepted reports' support and number to one random shard of the counters,
+        rows in key order (so two writers on one shard never deadlock)."""
         increments: Counter[tuple[str, str, int]] = Counter()
         added: Counter[str] = Counter()
         for report in accepted:
@@ -374,23 +436,32 @@ class PostgresStore(Store):
                     increments[(report.survey_id, qid, option)] += 1
         if not added:
             return
+        shard = random.randrange(SHARDS)
         keys = sorted(increments)
+        if keys:
+            conn.execute(
+                "INSERT INTO tally_shards (survey_id, question_id, option_index, shard, support) "
+                "SELECT v.s, v.q, v.o, %s, v.n "
+                "FROM unnest(%s::text[], %s::text[], %s::integer[], %s::bigint[]) "
+                "WITH ORDINALITY AS v(s, q, o, n, i) ORDER BY v.i "
+                "ON CONFLICT (survey_id, question_id, option_index, shard) "
+                "DO UPDATE SET support = tally_shards.support + excluded.support",
+                (
+                    shard,
+                    [k[0] for k in keys],
+                    [k[1] for k in keys],
+                    [k[2] for k in keys],
+                    [increments[k] for k in keys],
+                ),
+            )
+        surveys = sorted(added)
         conn.execute(
-            "UPDATE tallies SET support = tallies.support + v.n "
-            "FROM unnest(%s::text[], %s::text[], %s::integer[], %s::bigint[]) AS v(s, q, o, n) "
-            "WHERE tallies.survey_id = v.s AND tallies.question_id = v.q "
-            "AND tallies.option_index = v.o",
-            (
-                [k[0] for k in keys],
-                [k[1] for k in keys],
-                [k[2] for k in keys],
-                [increments[k] for k in keys],
-            ),
-        )
-        conn.execute(
-            "UPDATE surveys SET report_count = report_count + v.n "
-            "FROM unnest(%s::text[], %s::bigint[]) AS v(s, n) WHERE surveys.id = v.s",
-            (list(added), list(added.values())),
+            "INSERT INTO count_shards (survey_id, shard, reports) "
+            "SELECT v.s, %s, v.n FROM unnest(%s::text[], %s::bigint[]) "
+            "WITH ORDINALITY AS v(s, n, i) ORDER BY v.i "
+            "ON CONFLICT (survey_id, shard) "
+            "DO UPDATE SET reports = count_shards.reports + excluded.reports",
+            (shard, surveys, [added[s] for s in surveys]),
         )
 
     def report_body(self, report_id: str) -> str | None:
@@ -398,12 +469,11 @@ class PostgresStore(Store):
         return row[0] if row else None
 
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
-        with self._conn() as conn:
+        with self._conn() as conn:  # one statement: one snapshot
             rows = conn.execute(
-                "SELECT s.report_count, t.question_id, t.option_index, t.support "
-                "FROM surveys s LEFT JOIN tallies t ON t.survey_id = s.id WHERE s.id = %s "
-                "ORDER BY t.question_id, t.option_index",
-                (survey_id,),
+                f"SELECT {_REPORT_COUNT}, t.* FROM surveys LEFT JOIN ({_TALLIES}) t ON true "
+                "WHERE surveys.id = %(s)s ORDER BY t.question_id, t.option_index",
+                {"s": survey_id},
             ).fetchall()
         if not rows:
             return 0, {}
@@ -438,11 +508,11 @@ class PostgresStore(Store):
 
     def _recount(self, conn: psycopg.Connection, survey_id: str, count: BodyCounter) -> Recount:
         row = conn.execute(
-            "SELECT report_count, purged_count FROM surveys WHERE id = %s", (survey_id,)
+            f"SELECT {_REPORT_COUNT}, purged_count FROM surveys WHERE id = %s", (survey_id,)
         ).fetchone()
         if row is None:
             raise StoreError(f"no survey {survey_id!r}")
-        stored = self._support_rows(conn, "tallies", survey_id)
+        stored = _support(conn.execute(_TALLIES, {"s": survey_id}).fetchall())
         purged = self._support_rows(conn, "purged_tallies", survey_id)
         n, counted = count(self._bodies(conn, "survey_id = %s AND body <> ''", (survey_id,)))
         total = {
@@ -459,6 +529,7 @@ class PostgresStore(Store):
             self._lock_open_surveys(conn, [survey_id])
             found = self._recount(conn, survey_id, count)
             if not found.consistent:
+                self._fold_shards(conn, survey_id)
                 conn.execute(
                     "UPDATE surveys SET report_count = %s WHERE id = %s",
                     (found.counted_n, survey_id),
@@ -474,6 +545,24 @@ class PostgresStore(Store):
                         ],
                     )
         return found
+
+    @staticmethod
+    def _fold_shards(conn: psycopg.Connection, survey_id: str) -> None:
+        """Add the survey's counter shards into the base and empty them (under its exclusive
+        lock, so no writer holds or adds to a shard meanwhile)."""
+        conn.execute(
+            "UPDATE tallies SET support = tallies.support + d.support "
+            "FROM (SELECT question_id, option_index, sum(support)::bigint AS support "
+            "FROM tally_shards WHERE survey_id = %(s)s GROUP BY question_id, option_index) d "
+            "WHERE tallies.survey_id = %(s)s AND tallies.question_id = d.question_id "
+            "AND tallies.option_index = d.option_index",
+            {"s": survey_id},
+        )
+        conn.execute(
+            f"UPDATE surveys SET report_count = {_REPORT_COUNT} WHERE id = %s", (survey_id,)
+        )
+        conn.execute("DELETE FROM tally_shards WHERE survey_id = %s", (survey_id,))
+        conn.execute("DELETE FROM count_shards WHERE survey_id = %s", (survey_id,))
 
     def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
         where = "survey_id = %s AND received_hour < %s AND body <> ''"
@@ -558,6 +647,8 @@ TABLES: tuple[str, ...] = (
     "surveys",
     "tallies",
     "purged_tallies",
+    "tally_shards",
+    "count_shards",
     "reports",
     "tokens",
     "invitations",

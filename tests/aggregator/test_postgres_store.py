@@ -109,6 +109,108 @@ def test_processes_writing_at_once_lose_and_double_count_nothing(url):
     assert outcomes.count("answered") == 4 * 40
     assert store.tallies("s") == (40 + 4 * 40, {"q": [160, 40]})
     assert store.get_survey("s").report_count == 200
+    found = store.recount("s", lambda bodies: (sum(1 for _ in bodies), {"q": [0, 0]}))
+    assert found.stored_n == found.counted_n == 200  # n over the shards equals a recount
+
+
+def _counting(bodies) -> tuple[int, dict[str, list[int]]]:
+    """A BodyCounter for bodies "<option>:<id>" of one question "q" with two options."""
+    support = [0, 0]
+    n = 0
+    for body in bodies:
+        n += 1
+        support[int(body.split(":")[0])] += 1
+    return n, {"q": support}
+
+
+def test_threads_writing_one_survey_spread_over_shards_and_count_exactly(url):
+    store = PostgresStore(url)
+    store.migrate()
+    store.create_survey("s", "{}", "h", {"q": 2}, "now")
+    outcomes: list[str] = []
+
+    def write(worker: int) -> None:
+        for i in range(30):
+            option = (worker + i) % 2
+            new = NewReport(
+                f"w{worker}-{i}", "s", f"w{worker}-{i}", f"{option}:{i}", {"q": (option,)}
+            )
+            outcomes.extend(store.add_reports([new], "h"))
+            outcomes.extend(store.add_reports([new], "h"))  # a retry: a duplicate
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(set(outcomes)) == ["accepted", "duplicate"]
+    assert outcomes.count("accepted") == 240
+    assert store.tallies("s") == (240, {"q": [120, 120]})
+    assert store.get_survey("s").report_count == 240
+    assert [r.report_count for r in store.list_surveys()] == [240]
+    with psycopg.connect(url) as conn:
+        shards = conn.execute("SELECT count(*) FROM count_shards").fetchone()[0]
+        assert shards > 1  # the writers did not all queue on one row
+        assert conn.execute("SELECT sum(reports) FROM count_shards").fetchone()[0] == 240
+    found = store.recount("s", _counting)
+    assert found.consistent and (found.stored_n, found.stored) == (240, {"q": [120, 120]})
+    assert store.tallies("s") == (found.counted_n, found.counted)
+    # a repair folds the shards into the base and keeps every count
+    with psycopg.connect(url) as conn:
+        conn.execute("UPDATE tallies SET support = support + 5 WHERE option_index = 1")
+    assert store.tallies("s") == (240, {"q": [120, 125]})
+    assert not store.recount("s", _counting, repair=True).consistent
+    assert store.tallies("s") == (240, {"q": [120, 120]})
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM tally_shards").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM count_shards").fetchone()[0] == 0
+    assert store.recount("s", _counting).consistent
+    store.add_reports([NewReport("late", "s", "late", "0:late", {"q": (0,)})], "h")
+    assert store.tallies("s") == (241, {"q": [121, 120]})
+    assert store.recount("s", _counting).consistent
+
+
+def test_writers_share_the_survey_lock_and_a_close_waits_for_them(url):
+    store = PostgresStore(url)
+    store.migrate()
+    store.create_survey("s", "{}", "h", {"q": 2}, "now")
+    with psycopg.connect(url) as conn:  # a writer in flight...
+        conn.execute("SELECT 1 FROM surveys WHERE id = 's' FOR SHARE")
+        # ...does not hold up another writer
+        assert store.add_reports([report("a", "ka")], "h") == ["accepted"]
+        closed: list[object] = []
+        closer = threading.Thread(target=lambda: closed.append(store.close_survey("s", "t")))
+        closer.start()
+        closer.join(0.3)
+        assert closer.is_alive()  # but a close waits for it
+        conn.commit()
+    closer.join(5)
+    assert closed[0].closed_at == "t"
+    assert store.add_reports([report("b", "kb")], "h") == ["closed"]
+    assert store.tallies("s") == (1, {"q": [0, 1]})
+
+
+def test_the_sharding_migration_keeps_the_totals(url, monkeypatch):
+    import deniable.aggregator.postgres_store as postgres_store
+
+    store = PostgresStore(url)
+    monkeypatch.setattr(postgres_store, "MIGRATIONS", MIGRATIONS[:2])
+    assert store.migrate() == 2
+    with psycopg.connect(url) as conn:  # a survey counted by the version before shards
+        conn.execute(
+            "INSERT INTO surveys (id, resolved, hash, created_at, report_count) "
+            "VALUES ('s', '{}', 'h', 'now', 7)"
+        )
+        conn.execute(
+            "INSERT INTO tallies (survey_id, question_id, option_index, support) "
+            "VALUES ('s', 'q', 0, 3), ('s', 'q', 1, 4)"
+        )
+    monkeypatch.setattr(postgres_store, "MIGRATIONS", MIGRATIONS)
+    assert store.migrate() == len(MIGRATIONS)
+    assert store.tallies("s") == (7, {"q": [3, 4]})
+    assert store.add_reports([report("a", "k")], "h") == ["accepted"]
+    assert store.tallies("s") == (8, {"q": [3, 5]})
+    assert store.get_survey("s").report_count == 8
 
 
 def test_threads_enrolling_one_key_spend_one_code(url):

@@ -86,26 +86,26 @@ def question_chart(question: Mapping[str, Any], confidence: float, title: str = 
         )
         est = o["estimate"]
         if est is not None:
-            x0, x1 = _x(0.0), _x(est)
-            out.append(
-                f'<rect x="{x0:.1f}" y="{y + 6}" width="{max(x1 - x0, 0):.1f}" height="18" class="bar-est">'
-                f"<title>{escape(label)}: estimate {_pct(est)}</title></rect>"
-            )
+            out.append(_bar(label, "estimate", est, y + 6, 18, "bar-est"))
             lo, hi, mid = _x(o["ci_low"]), _x(o["ci_high"]), y + 15
             out.append(
                 f'<g class="whisker"><line x1="{lo:.1f}" y1="{mid}" x2="{hi:.1f}" y2="{mid}"/>'
                 f'<line x1="{lo:.1f}" y1="{mid - 7}" x2="{lo:.1f}" y2="{mid + 7}"/>'
                 f'<line x1="{hi:.1f}" y1="{mid - 7}" x2="{hi:.1f}" y2="{mid + 7}"/></g>'
             )
-        share = o["share"]
-        if share is not None:
-            x0, x1 = _x(0.0), _x(share)
-            out.append(
-                f'<rect x="{x0:.1f}" y="{y + 28}" width="{max(x1 - x0, 0):.1f}" height="10" class="bar-share">'
-                f"<title>{escape(label)}: share {_pct(share)}</title></rect>"
-            )
+        if o["share"] is not None:
+            out.append(_bar(label, "share", o["share"], y + 28, 10, "bar-share"))
     out.append(
         f'<line x1="{LABEL_W}" y1="{TOP - 4}" x2="{LABEL_W}" y2="{plot_bottom}" class="axis"/>'
     )
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _bar(label: str, what: str, value: float, y: float, height: int, css: str) -> str:
+    """One horizontal bar from 0 to `value`, with its value as a tooltip."""
+    x0, x1 = _x(0.0), _x(value)
+    return (
+        f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0):.1f}" height="{height}" class="{css}">'
+        f"<title>{escape(label)}: {what} {_pct(value)}</title></rect>"
+    )

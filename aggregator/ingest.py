@@ -15,17 +15,15 @@ from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal
 
-from cryptography.exceptions import InvalidSignature
-
 from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyRecord
-from deniable.shared import signing
-from deniable.shared.canonical import b64url_decode, canonical_json
+from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
     check_answers,
     check_structure,
     hour_now,
+    verified_body,
 )
 from deniable.shared.survey import Survey
 
@@ -148,29 +146,6 @@ def _closed_reason(record: SurveyRecord, survey: Survey, now: datetime) -> str |
     if survey.is_closed(now):
         return f"survey: {record.id!r} closed at {survey.to_dict()['closes_at']}; it no longer accepts reports"
     return None
-
-
-def verified_body(report: dict[str, Any]) -> str:
-    """The canonical JSON of a structurally checked report whose signature verifies, else
-    ReportError: `verify_report`, serializing the report once and decoding its key once."""
-    body = canonical_json(report)
-    try:
-        key = signing.load_public_key(report["public_key"])
-    except (ValueError, TypeError):
-        raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
-    # The signature covers the canonical JSON of every field but `signature`: the same bytes
-    # without that top-level member. It is the last one holding this text, as only the survey
-    # id, its hash and v (none of which can hold a quote) follow it in key order.
-    member = b',"signature":"' + report["signature"].encode("ascii") + b'"'
-    at = body.rfind(member)
-    signed = body[:at] + body[at + len(member) :]
-    try:
-        key.verify(b64url_decode(report["signature"], length=signing.SIGNATURE_BYTES), signed)
-    except (ValueError, InvalidSignature):
-        raise ReportError(
-            "signature: does not verify; the report was altered or signed with another key"
-        ) from None
-    return body.decode("utf-8")
 
 
 class _Checker:

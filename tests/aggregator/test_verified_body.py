@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from deniable.aggregator.ingest import verified_body
 from deniable.shared import Survey, make_report
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError
-from deniable.shared.report import check_structure, verify_report
+from deniable.shared.report import check_structure, verified_body, verify_report
 from deniable.shared.signing import generate_key
 
 # A question named like the signature field must not fool the splice of the signed bytes.

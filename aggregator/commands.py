@@ -116,12 +116,20 @@ def simulate_command(
                 codes=codes,
                 progress=bar.update,
             )
-        if researcher is not None:
+        if researcher is not None and before == 0:
             results = researcher.results(survey, confidence=confidence)
             source = f"server results: n went from {before} to {results['n']}"
         else:
-            results = analyze(resolved, sent.reports, confidence)
-            source = "computed from the reports sent (give --token for the server's results)"
+            results = analyze(resolved, sent.accepted_reports, confidence)
+            source = "estimated from this run's accepted reports"
+            if researcher is None:
+                source += " (give --token to check the server's count too)"
+            else:
+                after = researcher.results(survey)["n"]
+                source += (
+                    f"; server n went from {before} to {after}, and its results also hold"
+                    f" {before} earlier reports drawn from another truth"
+                )
     except DeniableError as exc:
         _fail(str(exc))
     click.echo(f"{sent.accepted} of {respondents} reports accepted; {source}")

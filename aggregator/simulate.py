@@ -118,8 +118,12 @@ class Sent:
     """What happened to the simulated reports."""
 
     reports: list[dict[str, Any]] = field(default_factory=list)
-    accepted: int = 0
+    accepted_reports: list[dict[str, Any]] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> int:
+        return len(self.accepted_reports)
 
     @property
     def failed(self) -> int:
@@ -172,9 +176,9 @@ def send(
                 )
             enroll_all(api, survey, keys, codes[done : done + size])
         reports = [make_report(survey, draw_answers(survey, truth, rng), key) for key in keys]
-        for outcome in api.post_reports(reports):
+        for report, outcome in zip(reports, api.post_reports(reports), strict=True):
             if outcome.result == "accepted":
-                sent.accepted += 1
+                sent.accepted_reports.append(report)
             else:
                 reason = f"{outcome.result}: {outcome.reason}" if outcome.reason else outcome.result
                 sent.failures[reason] = sent.failures.get(reason, 0) + 1

@@ -16,7 +16,7 @@ from deniable.aggregator.bodies import json_body
 from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import get_store, provider
 from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.ingest import RecordCache, ingest
+from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.problems import Problem
 from deniable.aggregator.store import StoreError
 from deniable.shared.errors import SurveyError
@@ -138,7 +138,7 @@ def reports() -> Any:
         outcomes = ingest(
             get_store(), batch, clock_skew=skew, committer=committer(), records=recent_records()
         )
-        return jsonify(results=[o.to_dict() for o in outcomes])
+        return Response(results_json(outcomes), 200, mimetype="application/json")
     (outcome,) = ingest(
         get_store(), body, clock_skew=skew, committer=committer(), records=recent_records()
     )

@@ -8,12 +8,13 @@ so a client may always resend its outbox safely.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from threading import Lock
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyRecord
@@ -23,6 +24,7 @@ from deniable.shared.report import (
     check_answers,
     check_structure,
     hour_now,
+    parse_sent_at,
     verified_body,
 )
 from deniable.shared.survey import Survey
@@ -32,8 +34,7 @@ DEFAULT_CLOCK_SKEW = timedelta(days=2)
 Result = Literal["accepted", "duplicate", "rejected"]
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What became of one report; `status` is the HTTP status a lone report answers with."""
 
     report_id: str | None
@@ -47,6 +48,20 @@ class Outcome:
         if self.reason is not None:
             found["reason"] = self.reason
         return found
+
+
+_PLAIN_ID = re.compile(r"[0-9a-f-]{1,64}")
+
+
+def results_json(outcomes: list[Outcome]) -> str:
+    """A batch's answer, {"results": [...]}, with the common results written directly."""
+    parts = []
+    for o in outcomes:
+        if o.reason is None and o.report_id is not None and _PLAIN_ID.fullmatch(o.report_id):
+            parts.append(f'{{"report_id":"{o.report_id}","result":"{o.result}"}}')
+        else:
+            parts.append(json.dumps(o.to_dict()))
+    return '{"results":[' + ",".join(parts) + "]}"
 
 
 class Rejection(Exception):
@@ -164,18 +179,29 @@ class _Checker:
         self.skew = skew
         self.cache = cache
         self.recent = recent
-        self.records: dict[str, tuple[SurveyRecord, Survey] | None] = {}
+        self.records: dict[str, tuple[SurveyRecord, Survey, str | None] | None] = {}
+        self.sent_at_ok: dict[str, bool] = {}
 
-    def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey] | None:
+    def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey, str | None] | None:
+        """The survey's record, parsed survey and why it is closed (None: open), once a call."""
         if survey_id not in self.records:
             if self.recent is not None:
                 record = self.recent.get(self.store, survey_id)
             else:
                 record = self.store.get_survey(survey_id)
-            self.records[survey_id] = (
-                None if record is None else (record, self.cache.survey(record))
-            )
+            if record is None:
+                self.records[survey_id] = None
+            else:
+                survey = self.cache.survey(record)
+                self.records[survey_id] = (record, survey, _closed_reason(record, survey, self.now))
         return self.records[survey_id]
+
+    def within_skew(self, sent_at: str) -> bool:
+        """Whether a (well-formed) sent_at is within the clock skew of now."""
+        found = self.sent_at_ok.get(sent_at)
+        if found is None:
+            found = self.sent_at_ok[sent_at] = abs(parse_sent_at(sent_at) - self.now) <= self.skew
+        return found
 
     def check(self, value: object) -> NewReport:
         """The report ready to store, or Rejection saying why not."""
@@ -189,8 +215,7 @@ class _Checker:
                 404,
                 f"survey: no survey {report['survey']!r} on this aggregator; check the survey id",
             )
-        record, survey = found
-        closed = _closed_reason(record, survey, self.now)
+        record, survey, closed = found
         if closed:
             raise Rejection(409, closed)
         if report["survey_hash"] != record.hash:
@@ -203,8 +228,7 @@ class _Checker:
             check_answers(survey, report["answers"])
         except ReportError as exc:
             raise Rejection(422, str(exc)) from None
-        sent_at = datetime.fromisoformat(report["sent_at"])  # its format was checked above
-        if abs(sent_at - self.now) > self.skew:
+        if not self.within_skew(report["sent_at"]):
             hours = int(self.skew.total_seconds() // 3600)
             raise Rejection(
                 422,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from deniable.shared.errors import DeniableError
 
@@ -43,15 +43,14 @@ class SurveyRecord:
         return self.closed_at is not None
 
 
-@dataclass(frozen=True)
-class NewReport:
+class NewReport(NamedTuple):
     """A checked, verified report ready to store, with the options each answer supports."""
 
     report_id: str
     survey_id: str
     public_key: str
     body: str
-    support: Mapping[str, Sequence[int]] = field(repr=False)
+    support: Mapping[str, Sequence[int]]
 
 
 #: What storing one report did: stored, already stored (same body), the report_id taken by a

@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -34,12 +35,14 @@ FIELDS = (
     "public_key",
     "signature",
 )
+_FIELD_SET = frozenset(FIELDS)
+_STRING_FIELDS = ("public_key", "report_id", "sent_at", "signature", "survey", "survey_hash")
 #: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
 MAX_REPORT_BYTES = 64 * 1024
 
 _HASH = re.compile(r"[0-9a-f]{64}")
 _UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-_HOUR = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:00:00Z")
+_HOUR = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:00:00Z")
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -64,9 +67,10 @@ def _format_hour(moment: datetime) -> str:
     return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:00:00Z"
 
 
+@lru_cache(maxsize=4096)
 def parse_sent_at(text: str) -> datetime:
     """The datetime of a sent_at string of the form 2026-11-22T18:00:00Z (ValueError if not a
-    real time)."""
+    real time). Cached: the reports of one hour share their sent_at."""
     if len(text) != 20 or text[10] != "T" or not text.endswith(":00:00Z"):
         raise ValueError(f"not a sent_at time: {text!r}")
     return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), tzinfo=UTC)
@@ -177,8 +181,40 @@ def check_answers(survey: Survey, answers: object) -> dict[str, Encoded]:
     return answers
 
 
+#: The six string fields of a well-formed report, in check order, joined by newlines.
+_STRINGS_SHAPE = re.compile(
+    "\n".join(
+        p.pattern for p in (SURVEY_ID, _HASH, _UUID4, _HOUR, re.compile(r"[A-Za-z0-9_-]{1,128}"))
+    )
+    + r"\n[A-Za-z0-9_-]{1,128}"
+)
+_CHECKED_STRINGS = ("survey", "survey_hash", "report_id", "sent_at", "public_key", "signature")
+
+
+def _well_formed_head(report: dict[str, Any]) -> bool:
+    """Whether the fields but `answers` pass every check below, tested in one go (no messages)."""
+    try:
+        return (
+            report.keys() == _FIELD_SET
+            and type(report["v"]) is int
+            and report["v"] == VERSION
+            and _STRINGS_SHAPE.fullmatch("\n".join([report[f] for f in _CHECKED_STRINGS]))
+            is not None
+            and parse_sent_at(report["sent_at"]) is not None
+        )
+    except (TypeError, ValueError):
+        return False
+
+
 def check_structure(report: object) -> dict[str, Any]:
     """Strict shape checks of a report, without its survey: exact fields, types, sizes, formats."""
+    if type(report) is dict and _well_formed_head(report):
+        return _check_answers_shape(report)
+    return _check_answers_shape(_check_head(report))
+
+
+def _check_head(report: object) -> dict[str, Any]:
+    """The report if its fields but `answers` are well formed, else ReportError saying why."""
     if not isinstance(report, dict):
         raise ReportError(f"a report is a JSON object, got {type(report).__name__}")
     missing = [f for f in FIELDS if f not in report]
@@ -208,6 +244,10 @@ def check_structure(report: object) -> dict[str, Any]:
         parse_sent_at(report["sent_at"])
     except ValueError:
         raise ReportError(f"sent_at: not a real time: {report['sent_at']!r}") from None
+    return report
+
+
+def _check_answers_shape(report: dict[str, Any]) -> dict[str, Any]:
     answers = report["answers"]
     if not isinstance(answers, dict) or not answers:
         raise ReportError("answers: expected a non-empty object of question id to noisy answer")
@@ -232,10 +272,10 @@ def verified_body(report: Mapping[str, Any]) -> str:
         key = signing.load_public_key(report["public_key"])
     except (ValueError, TypeError):
         raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
-    body = canonical_json(report)
+    signed, body = canonical_report(report)
     try:
         signature = b64url_decode(report["signature"], length=signing.SIGNATURE_BYTES)
-        key.verify(signature, _without_signature(report, body))
+        key.verify(signature, signed)
     except (ValueError, InvalidSignature):
         raise ReportError(
             "signature: does not verify; the report was altered or signed with another key"
@@ -243,21 +283,46 @@ def verified_body(report: Mapping[str, Any]) -> str:
     return body.decode("utf-8")
 
 
-def _without_signature(report: Mapping[str, Any], body: bytes) -> bytes:
-    """`signed_bytes(report)`, cut out of its canonical JSON when that is safe."""
-    # Keys sort ..., "signature", "survey", "survey_hash", "v": when those hold no quote or
-    # backslash, the signature member is the last `,"signature":"..."` of the body.
-    tail = (report.get("signature"), report.get("survey"), report.get("survey_hash"))
-    if (
-        set(report) <= set(FIELDS)
-        and type(report.get("v")) is int
-        and all(isinstance(t, str) and '"' not in t and "\\" not in t for t in tail)
-    ):
-        member = b',"signature":"' + report["signature"].encode("utf-8") + b'"'
-        at = body.rfind(member)
-        if at >= 0:
-            return body[:at] + body[at + len(member) :]
-    return signed_bytes(report)
+def _plain(text: str) -> bool:
+    """Whether JSON writes this text as itself between quotes (printable ASCII, no quote, no
+    backslash)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def canonical_report(report: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """(`signed_bytes(report)`, `canonical_json(report)`), written directly when every key and
+    string is plain (every well-formed report), else through the JSON encoder."""
+    answers = report.get("answers")
+    if report.keys() == _FIELD_SET and type(report["v"]) is int and type(answers) is dict:
+        texts = [report[name] for name in _STRING_FIELDS]
+        parts = []
+        for qid, value in answers.items():
+            if type(value) is int:
+                parts.append((qid, f'"{qid}":{value}'))
+            elif type(value) is str:
+                parts.append((qid, f'"{qid}":"{value}"'))
+                texts.append(value)
+            else:
+                break
+            texts.append(qid)
+        if (
+            len(parts) == len(answers)
+            and all(type(text) is str for text in texts)
+            and _plain("".join(texts))
+        ):
+            parts.sort()
+            head = (
+                f'{{"answers":{{{",".join(part for _, part in parts)}}},'
+                f'"public_key":"{report["public_key"]}","report_id":"{report["report_id"]}",'
+                f'"sent_at":"{report["sent_at"]}"'
+            )
+            tail = (
+                f',"survey":"{report["survey"]}","survey_hash":"{report["survey_hash"]}",'
+                f'"v":{report["v"]}}}'
+            )
+            signature = f',"signature":"{report["signature"]}"'
+            return (head + tail).encode("ascii"), (head + signature + tail).encode("ascii")
+    return signed_bytes(report), canonical_json(report)
 
 
 def verify_report(report: Mapping[str, Any]) -> None:

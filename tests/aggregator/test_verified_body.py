@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable.shared import Survey, make_report
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError
-from deniable.shared.report import check_structure, verified_body, verify_report
+from deniable.shared.report import (
+    _STRING_FIELDS,
+    canonical_report,
+    check_structure,
+    signed_bytes,
+    verified_body,
+    verify_report,
+)
 from deniable.shared.signing import generate_key
 
 # A question named like the signature field must not fool the splice of the signed bytes.
@@ -57,3 +66,38 @@ def test_it_refuses_what_verify_report_refuses(change):
     with pytest.raises(ReportError) as found:
         verified_body(report)
     assert str(found.value) == str(expected.value)
+
+
+#: Printable ASCII (quotes and backslashes included), or any text at all.
+_ASCII = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+_TEXT = st.one_of(_ASCII, st.text(max_size=12))
+_VALUE = st.one_of(st.integers(), _TEXT, st.booleans(), st.none(), st.floats(allow_nan=False))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    answers=st.dictionaries(_TEXT, _VALUE, max_size=5),
+    strings=st.one_of(
+        st.fixed_dictionaries({name: _ASCII for name in _STRING_FIELDS}),
+        st.fixed_dictionaries({name: _TEXT for name in _STRING_FIELDS}),
+    ),
+    v=st.one_of(st.integers(), _TEXT),
+    extra=st.dictionaries(_TEXT, _VALUE, max_size=1),
+    drop=st.sets(st.sampled_from(["answers", "survey", "v"]), max_size=1),
+)
+def test_canonical_report_writes_exactly_what_the_json_encoder_writes(
+    answers, strings, v, extra, drop
+):
+    report = {**strings, "answers": answers, "v": v, **extra}
+    for name in drop:
+        report.pop(name, None)
+    signed, body = canonical_report(report)
+    assert body == canonical_json(report)
+    assert signed == signed_bytes(report)
+
+
+def test_canonical_report_orders_keys_that_prefix_each_other_like_the_encoder():
+    survey = Survey.from_dict(DOC)
+    report = make_report(survey, {"signature": "yes", "public_key": "b"}, generate_key())
+    report["answers"] = {"a!": 1, "a": 0, "a b": "01", "A": 2, "a-": 3, "a_": 4}
+    assert canonical_report(report) == (signed_bytes(report), canonical_json(report))

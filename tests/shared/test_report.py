@@ -8,6 +8,8 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable.shared import (
     ReportError,
@@ -18,8 +20,10 @@ from deniable.shared import (
     sign_report,
     signed_bytes,
 )
+from deniable.shared import report as report_module
 from deniable.shared.report import hour_now
 from deniable.shared.signing import generate_key, public_key_text, verify
+from tests.shared.conftest import DOC
 
 TRUTH = {"smokes": "no", "cannabis": "yes", "party": "B", "region": 4}
 
@@ -171,3 +175,32 @@ def test_forked_children_draw_different_coins():
     os.waitpid(pid, 0)
     child = int.from_bytes(os.read(read, 8), "little")
     assert child != random_bits(64)
+
+
+_ANY = st.one_of(
+    st.text(max_size=90),
+    st.text(st.sampled_from("0123456789abcdefT:Z-_AZ4"), max_size=90),
+    st.integers(),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+_SHAPED = make_report(Survey.from_dict(DOC), TRUTH, generate_key())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    changes=st.dictionaries(st.sampled_from([*report_module.FIELDS, "extra"]), _ANY, max_size=2),
+    drop=st.sets(st.sampled_from(report_module.FIELDS), max_size=1),
+    moment=st.datetimes(timezones=st.just(UTC)),
+)
+def test_the_one_pass_shape_check_agrees_with_the_field_by_field_one(changes, drop, moment):
+    report = {**_SHAPED, "sent_at": hour_now(moment), **changes}
+    for name in drop:
+        report.pop(name, None)
+    try:
+        report_module._check_head(report)
+        passes = True
+    except ReportError:
+        passes = False
+    assert report_module._well_formed_head(report) is passes

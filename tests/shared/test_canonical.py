@@ -1,0 +1,38 @@
+"""base64url: strict, canonical, round-trips."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from deniable.shared.canonical import b64url_decode, b64url_encode
+
+
+@given(st.binary(max_size=80))
+def test_decode_inverts_encode(data: bytes) -> None:
+    assert b64url_decode(b64url_encode(data)) == data
+
+
+@given(st.text(max_size=12))
+def test_any_text_decodes_only_when_it_is_the_canonical_encoding(text: str) -> None:
+    try:
+        data = b64url_decode(text)
+    except ValueError:
+        return
+    assert b64url_encode(data) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["AB==", "AB=", "A", "ABC+", "ABC/", "AB C", "AB\n", "ABé", "AR", "AAB", None, b"AA"],
+)
+def test_refuses_padding_standard_alphabet_junk_and_non_canonical_bits(text: object) -> None:
+    with pytest.raises(ValueError):
+        b64url_decode(text)  # type: ignore[arg-type]
+
+
+def test_length_is_checked() -> None:
+    assert b64url_decode("AAA", length=2) == b"\0\0"
+    with pytest.raises(ValueError, match="expected 3"):
+        b64url_decode("AAA", length=3)

@@ -12,6 +12,7 @@ import json
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal, NamedTuple
@@ -271,6 +272,25 @@ def ingest(
     in order. Valid reports of a batch are stored together even when others are rejected.
     With a committer, they share a transaction with other threads' (group commit); with
     `records`, survey records may be up to its ttl old (see RecordCache)."""
+    if committer is None:
+        return _ingest(store, value, clock_skew, now, cache, records, store.add_reports)
+    with committer.arriving() as arrival:
+
+        def add(news: list[NewReport], hour: str) -> list[StoreOutcome]:
+            return committer.add_reports(store, news, hour, arrival=arrival)
+
+        return _ingest(store, value, clock_skew, now, cache, records, add)
+
+
+def _ingest(
+    store: Store,
+    value: object,
+    clock_skew: timedelta,
+    now: datetime | None,
+    cache: SurveyCache,
+    records: RecordCache | None,
+    add: Callable[[list[NewReport], str], list[StoreOutcome]],
+) -> list[Outcome]:
     items = value if isinstance(value, list) else [value]
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     checker = _Checker(store, moment, clock_skew, cache, records)
@@ -283,11 +303,7 @@ def ingest(
             outcomes[i] = _resent_or_rejected(store, item, exc)
         except (SurveyError, ValueError) as exc:  # a stored survey that no longer parses
             outcomes[i] = Outcome(_report_id_of(item), "rejected", f"survey: {exc}", 409)
-    news = [new for _, new in ready]
-    if committer is None:
-        stored = store.add_reports(news, hour_now(moment))
-    else:
-        stored = committer.add_reports(store, news, hour_now(moment))
+    stored = add([new for _, new in ready], hour_now(moment))
     for (i, new), result in zip(ready, stored, strict=True):
         template = _STORED[result]
         outcomes[i] = Outcome(new.report_id, template.result, template.reason, template.status)

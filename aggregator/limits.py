@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import time
+from functools import partial
 from typing import Any
 
 from flask import Flask, Response, current_app, request
@@ -68,6 +69,13 @@ def _limited_by_key(limiter: Limiter, rate: str) -> None:
                 )
 
 
+def _belongs_to(func: object, limiter: Limiter) -> bool:
+    """Whether a hook is one of the limiter's (a bound method or a partial over it)."""
+    return getattr(func, "__self__", None) is limiter or (
+        isinstance(func, partial) and limiter in func.args
+    )
+
+
 def _too_many(exc: RateLimitExceeded) -> Response:
     limiter: Limiter = current_app.extensions[EXTENSION]
     current = limiter.current_limit
@@ -90,6 +98,13 @@ def init_limits(app: Flask) -> Limiter:
     app.before_request_funcs[None] = [
         f for f in app.before_request_funcs.get(None, []) if f != limiter._check_request_limit
     ]
+    # Its after-request hook only applies deduct_when limits (the login's; headers are off),
+    # and its per-request state lives on the request context: keep both hooks on the
+    # dashboard's requests, off the report path.
+    for funcs in (app.after_request_funcs, app.teardown_request_funcs):
+        mine = [f for f in funcs.get(None, []) if _belongs_to(f, limiter)]
+        funcs[None] = [f for f in funcs.get(None, []) if f not in mine]
+        funcs.setdefault(LOGIN.split(".")[0], []).extend(mine)
     # Flask-Limiter logs the key (the client address) of every breach: keep addresses out.
     logging.getLogger("flask-limiter").setLevel(logging.ERROR)
     app.extensions[EXTENSION] = limiter

@@ -189,3 +189,57 @@ def test_threads_posting_at_once_through_the_api(app, auth, survey_doc, report_f
     assert all(sorted(codes) == [200, 201] for codes in statuses.values())
     summary = client.get("/api/v1/surveys", headers=auth).get_json()["surveys"][0]
     assert summary["report_count"] == len(reports)
+
+
+def test_a_leader_waits_for_an_announced_request_and_commits_both_at_once(data_dir):
+    committer = GroupCommitter(max_wait=30.0)
+    checked = threading.Event()
+    answers: dict[str, list[StoreOutcome]] = {}
+
+    def announced() -> None:
+        store = SQLiteStore.in_data_dir(data_dir)
+        with committer.arriving() as arrival:
+            checked.wait(10)  # still "checking" when the leader starts
+            answers["a"] = committer.add_reports(store, [report("a", "ka")], "h", arrival=arrival)
+        store.close()
+
+    thread = threading.Thread(target=announced)
+    thread.start()
+    while committer._arriving == 0:  # the announcement is in
+        threading.Event().wait(0.001)
+    leader_store = SQLiteStore.in_data_dir(data_dir)
+    threading.Timer(0.2, checked.set).start()
+    answers["b"] = committer.add_reports(leader_store, [report("b", "kb")], "h")
+    thread.join(10)
+    assert answers == {"a": ["accepted"], "b": ["accepted"]}
+    assert committer.transactions == 1 and committer.tickets == 2
+    assert leader_store.tallies("s") == (2, {"q": [0, 2]})
+
+
+def test_a_request_that_leaves_without_storing_releases_the_leader(data_dir):
+    committer = GroupCommitter(max_wait=30.0)
+    store = SQLiteStore.in_data_dir(data_dir)
+    with committer.arriving():
+        pass  # rejected everything, say: never calls add_reports
+    done = threading.Event()
+
+    def lead() -> None:
+        committer.add_reports(SQLiteStore.in_data_dir(data_dir), [report("c", "kc")], "h")
+        done.set()
+
+    with committer.arriving():
+        thread = threading.Thread(target=lead)
+        thread.start()
+        assert not done.wait(0.3)  # waiting for the announced request
+    assert done.wait(10)  # which left: the leader goes on long before max_wait
+    thread.join(10)
+    assert committer._arriving == 0
+    assert store.tallies("s")[0] == 1
+
+
+def test_a_leader_waits_no_longer_than_max_wait(data_dir):
+    committer = GroupCommitter(max_wait=0.05)
+    store = SQLiteStore.in_data_dir(data_dir)
+    with committer.arriving():  # announced, and still checking throughout
+        assert committer.add_reports(store, [report("d", "kd")], "h") == ["accepted"]
+    assert committer.transactions == 1

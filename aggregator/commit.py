@@ -3,8 +3,11 @@
 Each request thread checks and verifies its reports, then hands them to its process's
 GroupCommitter and waits. The first waiting thread becomes the leader: it takes everything
 queued, stores it with its own store in one `add_reports` call (one BEGIN IMMEDIATE ... COMMIT),
-and hands each waiter its own outcomes. Threads that queue meanwhile wait for the next leader,
-so the group grows with the load while a lone request commits at once. Like PostgreSQL's
+and hands each waiter its own outcomes. Threads that queue meanwhile wait; the first of them
+leads next, so the group grows with the load while a lone request commits at once. Each
+waiter is woken once, by its own lock (its group committed, or it leads), never with the
+whole crowd: a wake-everyone condition costs a context switch per waiting thread per commit.
+Like PostgreSQL's
 commit_delay with commit_siblings, a leader that knows of other requests still checking their
 reports (they said so with `arriving()`) waits for them up to `max_wait` seconds: a commit
 costs a fixed fsync and several statements, so fewer, larger transactions leave more CPU for
@@ -40,7 +43,7 @@ class Arrival:
 class _Ticket:
     """One request's reports, and what became of them once its transaction ended."""
 
-    __slots__ = ("reports", "hour", "outcomes", "error", "done")
+    __slots__ = ("reports", "hour", "outcomes", "error", "done", "wake")
 
     def __init__(self, reports: list[NewReport], hour: str):
         self.reports = reports
@@ -48,6 +51,9 @@ class _Ticket:
         self.outcomes: list[StoreOutcome] | None = None
         self.error: BaseException | None = None
         self.done = False
+        #: Held until this request is woken, once: its group committed, or it leads next.
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 class GroupCommitter:
@@ -56,10 +62,9 @@ class GroupCommitter:
     def __init__(self, max_reports: int = MAX_GROUP_REPORTS, max_wait: float = MAX_WAIT):
         self.max_reports = max_reports
         self.max_wait = max_wait
-        lock = threading.RLock()
-        self._cond = threading.Condition(lock)
-        #: Where a leader waits for announced requests (same lock; wakes only the leader).
-        self._arrivals = threading.Condition(lock)
+        self._lock = threading.Lock()
+        #: Where a leader waits for announced requests.
+        self._arrivals = threading.Condition(self._lock)
         self._queue: list[_Ticket] = []
         self._leading = False
         self._arriving = 0
@@ -72,13 +77,13 @@ class GroupCommitter:
         """Announce a request that will call `add_reports(..., arrival=...)` once its reports
         are checked, so a leader may wait for it; leaving the block without calling withdraws."""
         arrival = Arrival()
-        with self._cond:
+        with self._lock:
             self._arriving += 1
         try:
             yield arrival
         finally:
             if arrival.pending:
-                with self._cond:
+                with self._lock:
                     self._arrived(arrival)
 
     def _arrived(self, arrival: Arrival | None) -> None:
@@ -99,24 +104,28 @@ class GroupCommitter:
         """What `store.add_reports` answers for these reports, stored with whatever other
         threads queued meanwhile; returns only after the transaction has committed."""
         ticket = _Ticket(list(reports), received_hour)
-        with self._cond:
+        with self._lock:
             self._arrived(arrival)
             if not reports:
                 return []
             self._queue.append(ticket)
-            while not ticket.done and self._leading:
-                self._cond.wait()
+            follow = self._leading
+            self._leading = True
+        if follow:
+            ticket.wake.acquire()  # each waiter is woken once, never the whole crowd
             if ticket.done:
                 return self._answer(ticket)
-            self._leading = True
+        with self._lock:  # leading now
             self._wait_for_arrivals()
             group = self._take(ticket)
         try:
-            self._commit(store, group)
+            self._commit(store, group, ticket)
         finally:
-            with self._cond:
-                self._leading = False
-                self._cond.notify_all()
+            with self._lock:
+                if self._queue:
+                    self._queue[0].wake.release()  # the next in line leads
+                else:
+                    self._leading = False
         return self._answer(ticket)
 
     def _wait_for_arrivals(self) -> None:
@@ -142,7 +151,7 @@ class GroupCommitter:
         self._queue = rest
         return group
 
-    def _commit(self, store: Store, group: list[_Ticket]) -> None:
+    def _commit(self, store: Store, group: list[_Ticket], own: _Ticket) -> None:
         by_hour: dict[str, list[_Ticket]] = {}
         for ticket in group:
             by_hour.setdefault(ticket.hour, []).append(ticket)
@@ -165,11 +174,12 @@ class GroupCommitter:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            with self._cond:
-                for ticket in group:
-                    if ticket.outcomes is None and ticket.error is None:
-                        ticket.error = RuntimeError("report not stored")
-                    ticket.done = True
+            for ticket in group:
+                if ticket.outcomes is None and ticket.error is None:
+                    ticket.error = RuntimeError("report not stored")
+                ticket.done = True
+                if ticket is not own:
+                    ticket.wake.release()
 
     def _store(self, store: Store, tickets: list[_Ticket], hour: str) -> None:
         """One transaction for these tickets; their outcomes set only once it committed."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import timedelta
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -18,7 +19,7 @@ from deniable.aggregator.db import get_store, provider
 from deniable.aggregator.estimate import results_csv
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.problems import Problem
-from deniable.aggregator.store import StoreError
+from deniable.aggregator.store import StoreError, open_store
 from deniable.shared.errors import SurveyError
 
 bp = Blueprint("api", __name__)
@@ -112,7 +113,11 @@ def committer() -> GroupCommitter:
     """This process's group committer for the current app (a forked worker makes its own)."""
     found = current_app.extensions.get(COMMITTER)
     if found is None or found[0] != os.getpid():
-        found = current_app.extensions[COMMITTER] = (os.getpid(), GroupCommitter())
+        writer = partial(open_store, current_app.config)
+        found = current_app.extensions[COMMITTER] = (
+            os.getpid(),
+            GroupCommitter(writer=writer),
+        )
     return found[1]
 
 

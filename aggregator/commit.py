@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from deniable.aggregator.store import NewReport, Store, StoreError, StoreOutcome
@@ -59,9 +60,20 @@ class _Ticket:
 class GroupCommitter:
     """Leader/follower group commit of `Store.add_reports` for the threads of one process."""
 
-    def __init__(self, max_reports: int = MAX_GROUP_REPORTS, max_wait: float = MAX_WAIT):
+    def __init__(
+        self,
+        max_reports: int = MAX_GROUP_REPORTS,
+        max_wait: float = MAX_WAIT,
+        *,
+        writer: Callable[[], Store] | None = None,
+    ):
         self.max_reports = max_reports
         self.max_wait = max_wait
+        #: Opens the one store every leader of this committer writes with (else the leader's
+        #: own). One connection keeps its page cache: SQLite drops a connection's whole cache
+        #: when another connection wrote since its last transaction.
+        self._open_writer = writer
+        self._writer: Store | None = None
         self._lock = threading.Lock()
         #: Where a leader waits for announced requests.
         self._arrivals = threading.Condition(self._lock)
@@ -119,7 +131,7 @@ class GroupCommitter:
             self._wait_for_arrivals()
             group = self._take(ticket)
         try:
-            self._commit(store, group, ticket)
+            self._commit(self._writing_store(store), group, ticket)
         finally:
             with self._lock:
                 if self._queue:
@@ -127,6 +139,15 @@ class GroupCommitter:
                 else:
                     self._leading = False
         return self._answer(ticket)
+
+    def _writing_store(self, fallback: Store) -> Store:
+        """The store this leader writes with (only leaders call this, one at a time)."""
+        if self._open_writer is None:
+            return fallback
+        if self._writer is None:
+            self._writer = self._open_writer()
+            weakref.finalize(self, self._writer.close)
+        return self._writer
 
     def _wait_for_arrivals(self) -> None:
         """As leader, wait up to max_wait while announced requests are still checking."""

@@ -404,10 +404,14 @@ class PostgresStore(Store):
         for i in sorted(inserted):
             first.setdefault(reports[i].report_id, i)
         others = [r.report_id for i, r in enumerate(reports) if i not in inserted]
-        stored = dict(
-            conn.execute(
-                "SELECT report_id, body FROM reports WHERE report_id = ANY(%s)", (others,)
-            ).fetchall()
+        stored = (
+            dict(
+                conn.execute(
+                    "SELECT report_id, body FROM reports WHERE report_id = ANY(%s)", (others,)
+                ).fetchall()
+            )
+            if others
+            else {}
         )
         outcomes: list[StoreOutcome] = []
         for i, report in enumerate(reports):
@@ -438,6 +442,17 @@ class PostgresStore(Store):
             return
         shard = random.randrange(SHARDS)
         keys = sorted(increments)
+        with conn.pipeline():  # both statements in one round trip
+            PostgresStore._add_counts(conn, shard, keys, increments, added)
+
+    @staticmethod
+    def _add_counts(
+        conn: psycopg.Connection,
+        shard: int,
+        keys: list[tuple[str, str, int]],
+        increments: Counter[tuple[str, str, int]],
+        added: Counter[str],
+    ) -> None:
         if keys:
             conn.execute(
                 "INSERT INTO tally_shards (survey_id, question_id, option_index, shard, support) "

@@ -358,20 +358,28 @@ class PostgresStore(Store):
     def _add_reports(
         self, conn: psycopg.Connection, reports: Sequence[NewReport], received_hour: str
     ) -> list[StoreOutcome]:
-        open_ids = self._lock_open_surveys(conn, sorted({r.survey_id for r in reports}), share=True)
-        tried = [i for i, r in enumerate(reports) if r.survey_id in open_ids]
-        with conn.cursor() as cur:
+        # One round trip: lock the surveys' rows, then insert each report whose survey the
+        # lock found open (the insert's own check reads the locked row).
+        with conn.pipeline() as pipeline, conn.cursor() as lock, conn.cursor() as cur:
+            lock.execute(
+                "SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id FOR SHARE",
+                (sorted({r.survey_id for r in reports}),),
+            )
             cur.executemany(
                 "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING seq",
+                "SELECT %s, %s, %s, %s, %s WHERE EXISTS "
+                "(SELECT 1 FROM surveys WHERE id = %s AND closed_at IS NULL) "
+                "ON CONFLICT DO NOTHING RETURNING seq",
                 [
-                    (r.report_id, r.survey_id, r.public_key, r.body, received_hour)
-                    for r in (reports[i] for i in tried)
+                    (r.report_id, r.survey_id, r.public_key, r.body, received_hour, r.survey_id)
+                    for r in reports
                 ],
                 returning=True,
             )
+            pipeline.sync()
+            open_ids = {sid for sid, closed_at in lock.fetchall() if closed_at is None}
             inserted = set()
-            for i in tried:
+            for i in range(len(reports)):
                 if cur.fetchone() is not None:
                     inserted.add(i)
                 cur.nextset()

@@ -348,8 +348,11 @@ class PostgresStore(Store):
         for attempt in range(_ATTEMPTS):
             with self._conn() as conn:
                 try:
-                    with conn.transaction():
-                        return self._add_reports(conn, reports, received_hour)
+                    # In pipeline mode the counters' upserts and the COMMIT go in one round trip.
+                    with conn.pipeline():
+                        with conn.transaction():
+                            outcomes = self._add_reports(conn, reports, received_hour)
+                    return outcomes
                 except psycopg.errors.DeadlockDetected:
                     if attempt == _ATTEMPTS - 1:
                         raise
@@ -450,8 +453,7 @@ class PostgresStore(Store):
             return
         shard = random.randrange(SHARDS)
         keys = sorted(increments)
-        with conn.pipeline():  # both statements in one round trip
-            PostgresStore._add_counts(conn, shard, keys, increments, added)
+        PostgresStore._add_counts(conn, shard, keys, increments, added)
 
     @staticmethod
     def _add_counts(

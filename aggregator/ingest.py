@@ -22,7 +22,7 @@ from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyReco
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
-    check_answers,
+    answer_support,
     check_structure,
     hour_now,
     parse_sent_at,
@@ -226,7 +226,7 @@ class _Checker:
                 "and answer that version",
             )
         try:
-            check_answers(survey, report["answers"])
+            support = answer_support(survey, report["answers"])
         except ReportError as exc:
             raise Rejection(422, str(exc)) from None
         if not self.within_skew(report["sent_at"]):
@@ -248,7 +248,6 @@ class _Checker:
                 "public_key: not enrolled in this invite-only survey; enroll the key with an "
                 "invitation code first",
             )
-        support = {qid: q.supports(report["answers"][qid]) for qid, q in survey.questions.items()}
         return NewReport(
             report_id=report["report_id"],
             survey_id=survey.id,

@@ -206,6 +206,21 @@ def _well_formed_head(report: dict[str, Any]) -> bool:
         return False
 
 
+def answer_support(survey: Survey, answers: object) -> dict[str, tuple[int, ...]]:
+    """The options each answer supports, by question, once every answer is checked valid for
+    the survey (else ReportError, as check_answers says)."""
+    try:
+        if type(answers) is dict and answers.keys() == survey.questions.keys():
+            return {
+                qid: q.randomizer.supports(q.randomizer.validate(answers[qid]))
+                for qid, q in survey.questions.items()
+            }
+    except ValueError:
+        pass
+    check_answers(survey, answers)  # raises, saying what is wrong
+    raise AssertionError("check_answers accepted what validate refused")
+
+
 def check_structure(report: object) -> dict[str, Any]:
     """Strict shape checks of a report, without its survey: exact fields, types, sizes, formats."""
     if type(report) is dict and _well_formed_head(report):
@@ -305,11 +320,7 @@ def canonical_report(report: Mapping[str, Any]) -> tuple[bytes, bytes]:
             else:
                 break
             texts.append(qid)
-        if (
-            len(parts) == len(answers)
-            and all(type(text) is str for text in texts)
-            and _plain("".join(texts))
-        ):
+        if len(parts) == len(answers) and set(map(type, texts)) == {str} and _plain("".join(texts)):
             parts.sort()
             head = (
                 f'{{"answers":{{{",".join(part for _, part in parts)}}},'

@@ -21,7 +21,7 @@ from deniable.shared import (
     signed_bytes,
 )
 from deniable.shared import report as report_module
-from deniable.shared.report import hour_now
+from deniable.shared.report import answer_support, check_answers, hour_now
 from deniable.shared.signing import generate_key, public_key_text, verify
 from tests.shared.conftest import DOC
 
@@ -204,3 +204,36 @@ def test_the_one_pass_shape_check_agrees_with_the_field_by_field_one(changes, dr
     except ReportError:
         passes = False
     assert report_module._well_formed_head(report) is passes
+
+
+_SURVEY = Survey.from_dict(DOC)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    answers=st.one_of(
+        st.fixed_dictionaries(
+            {
+                "smokes": st.one_of(st.integers(-1, 2), st.booleans(), st.text(max_size=2)),
+                "cannabis": st.integers(-1, 2),
+                "party": st.one_of(st.integers(-1, 4), st.just("1")),
+                "region": st.one_of(
+                    st.text("01", min_size=15, max_size=17), st.integers(0, 1), st.just("0" * 16)
+                ),
+            }
+        ),
+        st.dictionaries(st.sampled_from([*_SURVEY.questions, "other"]), st.integers(0, 1)),
+        st.lists(st.integers(), max_size=1),
+    )
+)
+def test_answer_support_accepts_exactly_what_check_answers_accepts(answers):
+    try:
+        check_answers(_SURVEY, answers)
+    except ReportError as exc:
+        with pytest.raises(ReportError) as found:
+            answer_support(_SURVEY, answers)
+        assert str(found.value) == str(exc)
+        return
+    assert answer_support(_SURVEY, answers) == {
+        qid: q.supports(answers[qid]) for qid, q in _SURVEY.questions.items()
+    }

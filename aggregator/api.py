@@ -113,7 +113,7 @@ def committer() -> GroupCommitter:
     """This process's group committer for the current app (a forked worker makes its own)."""
     found = current_app.extensions.get(COMMITTER)
     if found is None or found[0] != os.getpid():
-        writer = partial(open_store, current_app.config)
+        writer = partial(open_store, current_app.config, writer=True)
         found = current_app.extensions[COMMITTER] = (
             os.getpid(),
             GroupCommitter(writer=writer),

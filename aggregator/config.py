@@ -89,6 +89,13 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
         _synchronous("DENIABLE_SQLITE_SYNCHRONOUS"),
         "FULL",
     ),
+    # Page cache (MiB) of each worker's one writing SQLite connection: inserts into a large
+    # survey's random-keyed indexes touch more pages than SQLite's 2 MiB default holds.
+    "SQLITE_WRITER_CACHE_MIB": (
+        "DENIABLE_SQLITE_WRITER_CACHE_MIB",
+        _whole("DENIABLE_SQLITE_WRITER_CACHE_MIB", 1, 65_536),
+        64,
+    ),
     "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", _rate("DENIABLE_RATE_LIMIT"), None),
     # Failed dashboard logins allowed per client address (in memory only), and their delay.
     "LOGIN_LIMIT": ("DENIABLE_LOGIN_LIMIT", _rate("DENIABLE_LOGIN_LIMIT"), "10/minute"),

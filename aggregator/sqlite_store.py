@@ -131,7 +131,14 @@ MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2)
 class SQLiteStore(Store):
     """The Store on one SQLite file; one instance per thread (connections are not shared)."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: int = 10_000, synchronous: str = "FULL"):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: int = 10_000,
+        synchronous: str = "FULL",
+        cache_mib: int | None = None,
+    ):
         self.path = Path(path)
         try:
             # Lent to one thread at a time by the app's pool, so not bound to its first thread.
@@ -144,6 +151,8 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
+            if cache_mib:
+                conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mib)}")
             self.db = Database(conn, execute_plugins=False)
             self.db.enable_wal()
         except sqlite3.Error as exc:

@@ -174,8 +174,9 @@ class Store(ABC):
         """Whether the key may report to the invite-only survey."""
 
 
-def open_store(config: Mapping[str, Any]) -> Store:
-    """The store the configuration names (SQLite under DATA_DIR unless DATABASE_URL says else)."""
+def open_store(config: Mapping[str, Any], *, writer: bool = False) -> Store:
+    """The store the configuration names (SQLite under DATA_DIR unless DATABASE_URL says else);
+    a `writer` (a worker's group-commit store) gets SQLite's larger writer cache."""
     url = config.get("DATABASE_URL")
     if url:
         return _open_url(url, config)
@@ -185,6 +186,7 @@ def open_store(config: Mapping[str, Any]) -> Store:
         config["DATA_DIR"],
         busy_timeout=config.get("BUSY_TIMEOUT", 10_000),
         synchronous=config.get("SQLITE_SYNCHRONOUS", "FULL"),
+        cache_mib=config.get("SQLITE_WRITER_CACHE_MIB") if writer else None,
     )
 
 

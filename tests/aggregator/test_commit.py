@@ -243,3 +243,33 @@ def test_a_leader_waits_no_longer_than_max_wait(data_dir):
     with committer.arriving():  # announced, and still checking throughout
         assert committer.add_reports(store, [report("d", "kd")], "h") == ["accepted"]
     assert committer.transactions == 1
+
+
+def test_a_workers_commits_go_through_one_writer_with_the_large_cache(
+    app, auth, survey_doc, report_for
+):
+    from deniable.aggregator.api import COMMITTER
+    from deniable.shared import Survey
+
+    client = app.test_client()
+    created = client.post("/api/v1/surveys", json=survey_doc, headers=auth)
+    survey = Survey.from_dict(created.get_json()["survey"])
+    for _ in range(3):
+        assert client.post("/api/v1/reports", json=report_for(survey)).status_code == 201
+    committer = app.extensions[COMMITTER][1]
+    writer = committer._writer
+    assert isinstance(writer, SQLiteStore) and committer.transactions == 3
+    mib = app.config["SQLITE_WRITER_CACHE_MIB"]
+    assert mib == 64
+    assert writer.conn.execute("PRAGMA cache_size").fetchone()[0] == -1024 * mib
+    reader = SQLiteStore.in_data_dir(app.config["DATA_DIR"])
+    assert reader.conn.execute("PRAGMA cache_size").fetchone()[0] == -2000  # SQLite's own
+    assert reader.tallies(survey.id)[0] == 3
+
+
+def test_the_writer_cache_setting_is_checked():
+    from deniable.aggregator.config import ConfigError, from_env
+
+    with pytest.raises(ConfigError, match="DENIABLE_SQLITE_WRITER_CACHE_MIB"):
+        from_env({"DENIABLE_SQLITE_WRITER_CACHE_MIB": "0"})
+    assert from_env({"DENIABLE_SQLITE_WRITER_CACHE_MIB": "256"})["SQLITE_WRITER_CACHE_MIB"] == 256

@@ -2,18 +2,21 @@
 
 Each request thread checks and verifies its reports, then hands them to its process's
 GroupCommitter and waits. The first waiting thread becomes the leader: it takes everything
-queued, stores it with its own store in one `add_reports` call (one BEGIN IMMEDIATE ... COMMIT),
-and hands each waiter its own outcomes. Threads that queue meanwhile wait; the first of them
-leads next, so the group grows with the load while a lone request commits at once. Each
-waiter is woken once, by its own lock (its group committed, or it leads), never with the
-whole crowd: a wake-everyone condition costs a context switch per waiting thread per commit.
-Like PostgreSQL's
-commit_delay with commit_siblings, a leader that knows of other requests still checking their
-reports (they said so with `arriving()`) waits for them up to `max_wait` seconds: a commit
-costs a fixed fsync and several statements, so fewer, larger transactions leave more CPU for
-verifying. Nobody is answered before the transaction holding its reports has committed; when
-a group's transaction fails, each request is retried alone, so one request's failure is never
-another's, and a request whose own transaction fails gets the error (never "accepted").
+queued, stores it in one `add_reports` call (one BEGIN IMMEDIATE ... COMMIT) through the
+committer's one writing store, and hands each waiter its own outcomes. Threads that queue
+meanwhile wait; the first of them leads next, so the group grows with the load while a lone
+request commits at once. Each waiter is woken once, by its own lock (its group committed, or
+it leads), never with the whole crowd: a wake-everyone condition costs a context switch per
+waiting thread per commit.
+
+Like PostgreSQL's commit_delay with commit_siblings, a leader that knows of other requests
+still checking their reports (they said so with `arriving()`) waits for them up to `max_wait`
+seconds: a commit costs a fixed fsync and several statements, so fewer, larger transactions
+leave more CPU for verifying.
+
+Nobody is answered before the transaction holding its reports has committed; when a group's
+transaction fails, each request is retried alone, so one request's failure is never another's,
+and a request whose own transaction fails gets the error (never "accepted").
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ class GroupCommitter:
             self._wait_for_arrivals()
             group = self._take(ticket)
         try:
-            self._commit(self._writing_store(store), group, ticket)
+            self._commit(store, group, ticket)
         finally:
             with self._lock:
                 if self._queue:
@@ -175,11 +175,14 @@ class GroupCommitter:
         self._queue = rest
         return group
 
-    def _commit(self, store: Store, group: list[_Ticket], own: _Ticket) -> None:
+    def _commit(self, leader_store: Store, group: list[_Ticket], own: _Ticket) -> None:
+        """Store the group; every ticket ends done, with outcomes or an error (never left
+        waiting, whatever fails, opening the writing store included)."""
         by_hour: dict[str, list[_Ticket]] = {}
         for ticket in group:
             by_hour.setdefault(ticket.hour, []).append(ticket)
         try:
+            store = self._writing_store(leader_store)
             for hour, tickets in by_hour.items():
                 try:
                     self._store(store, tickets, hour)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -40,11 +41,14 @@ def run_threads(target, count: int = THREADS) -> None:
         except BaseException as exc:  # reported below, in the test's thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    # Daemon threads and one deadline for all: a thread left hanging fails the test within a
+    # minute instead of holding up the run.
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + 60
     for thread in threads:
-        thread.join(60)
+        thread.join(max(0.0, deadline - time.monotonic()))
     assert not errors, errors
 
 
@@ -273,3 +277,44 @@ def test_the_writer_cache_setting_is_checked():
     with pytest.raises(ConfigError, match="DENIABLE_SQLITE_WRITER_CACHE_MIB"):
         from_env({"DENIABLE_SQLITE_WRITER_CACHE_MIB": "0"})
     assert from_env({"DENIABLE_SQLITE_WRITER_CACHE_MIB": "256"})["SQLITE_WRITER_CACHE_MIB"] == 256
+
+
+def test_a_writer_that_cannot_open_fails_every_waiting_request_and_leaves_none_hanging(
+    data_dir,
+):
+    attempts: list[int] = []
+
+    def flaky_writer() -> SQLiteStore:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise StoreError("cannot open the database: disk on fire")
+        return SQLiteStore.in_data_dir(data_dir)
+
+    # Every request announces itself first, so the first leader waits for all eight and they
+    # share its group, and its failure.
+    committer = GroupCommitter(max_wait=30.0, writer=flaky_writer)
+    answers: dict[int, object] = {}
+    arrivals = [committer.arriving() for _ in range(8)]
+    announced = [arrival.__enter__() for arrival in arrivals]
+
+    def post(i: int) -> None:
+        store = SQLiteStore.in_data_dir(data_dir)
+        try:
+            answers[i] = committer.add_reports(
+                store, [report(f"w{i}", f"kw{i}")], "h", arrival=announced[i]
+            )
+        except StoreError as exc:
+            answers[i] = exc
+        finally:
+            arrivals[i].__exit__(None, None, None)
+            store.close()
+
+    run_threads(post, 8)  # one deadline: a request left hanging leaves its answer missing
+    assert len(answers) == 8
+    assert all(isinstance(a, StoreError) and "send them again" in str(a) for a in answers.values())
+    assert committer.transactions == 0
+    # The writer opens on the next try, and the reports go in when sent again.
+    store = SQLiteStore.in_data_dir(data_dir)
+    for i in range(8):
+        assert committer.add_reports(store, [report(f"w{i}", f"kw{i}")], "h") == ["accepted"]
+    assert store.tallies("s")[0] == 8

@@ -453,16 +453,6 @@ class PostgresStore(Store):
             return
         shard = random.randrange(SHARDS)
         keys = sorted(increments)
-        PostgresStore._add_counts(conn, shard, keys, increments, added)
-
-    @staticmethod
-    def _add_counts(
-        conn: psycopg.Connection,
-        shard: int,
-        keys: list[tuple[str, str, int]],
-        increments: Counter[tuple[str, str, int]],
-        added: Counter[str],
-    ) -> None:
         if keys:
             conn.execute(
                 "INSERT INTO tally_shards (survey_id, question_id, option_index, shard, support) "

@@ -36,7 +36,8 @@ FIELDS = (
     "signature",
 )
 _FIELD_SET = frozenset(FIELDS)
-_STRING_FIELDS = ("public_key", "report_id", "sent_at", "signature", "survey", "survey_hash")
+#: The string fields, in the order the one-pass shape check joins them.
+_STRING_FIELDS = ("survey", "survey_hash", "report_id", "sent_at", "public_key", "signature")
 #: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
 MAX_REPORT_BYTES = 64 * 1024
 
@@ -188,7 +189,6 @@ _STRINGS_SHAPE = re.compile(
     )
     + r"\n[A-Za-z0-9_-]{1,128}"
 )
-_CHECKED_STRINGS = ("survey", "survey_hash", "report_id", "sent_at", "public_key", "signature")
 
 
 def _well_formed_head(report: dict[str, Any]) -> bool:
@@ -198,8 +198,7 @@ def _well_formed_head(report: dict[str, Any]) -> bool:
             report.keys() == _FIELD_SET
             and type(report["v"]) is int
             and report["v"] == VERSION
-            and _STRINGS_SHAPE.fullmatch("\n".join([report[f] for f in _CHECKED_STRINGS]))
-            is not None
+            and _STRINGS_SHAPE.fullmatch("\n".join([report[f] for f in _STRING_FIELDS])) is not None
             and parse_sent_at(report["sent_at"]) is not None
         )
     except (TypeError, ValueError):

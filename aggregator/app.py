@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,14 +55,14 @@ def load_or_create_secret_key(data_dir: Path) -> str:
         pass
     data_dir.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(32)
-    draft = data_dir / f".{SECRET_KEY_FILE}.{os.getpid()}"
-    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A draft of its own (0600) for each caller: threads of one worker may race here too.
+    fd, draft = tempfile.mkstemp(prefix=f".{SECRET_KEY_FILE}.", dir=data_dir)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
         handle.write(key + "\n")
     try:
-        os.link(draft, path)  # atomic: of two workers racing, one key wins and both read it
+        os.link(draft, path)  # atomic: of two callers racing, one key wins and both read it
     except FileExistsError:
         key = path.read_text("ascii").strip()
     finally:
-        draft.unlink()
+        os.unlink(draft)
     return key

@@ -69,7 +69,7 @@ def tally(
             report = parse_report(raw, None, verify=False)
             if report["survey"] != survey.id:
                 raise ReportError(f"survey: report is for {report['survey']!r}, not {survey.id!r}")
-            if report["survey_hash"] != survey_hash:
+            if report["survey_hash"].lower() != survey_hash:
                 raise ReportError("survey_hash: does not match the survey as published")
             check_answers(survey, report["answers"])
             if verify:

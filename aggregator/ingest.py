@@ -219,7 +219,7 @@ class _Checker:
         record, survey, closed = found
         if closed:
             raise Rejection(409, closed)
-        if report["survey_hash"] != record.hash:
+        if report["survey_hash"].lower() != record.hash:
             raise Rejection(
                 409,
                 "survey_hash: does not match the survey as published; fetch the survey again "

@@ -41,9 +41,15 @@ _STRING_FIELDS = ("survey", "survey_hash", "report_id", "sent_at", "public_key",
 #: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
 MAX_REPORT_BYTES = 64 * 1024
 
-_HASH = re.compile(r"[0-9a-f]{64}")
-_UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-_HOUR = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:00:00Z")
+# Any client, in any language, must be able to report: hex and UUIDs in either case (Swift's
+# uuidString is upper-case), and the hour as common libraries write it in UTC (JavaScript's
+# toISOString adds ".000", others write "+00:00"). Nothing finer than the hour, and no other
+# offset: a local offset would tell the aggregator the respondent's time zone.
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
+_UUID4 = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
+)
+_HOUR = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:00:00(?:\.0{1,9})?(?:Z|\+00:00)")
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -70,9 +76,10 @@ def _format_hour(moment: datetime) -> str:
 
 @lru_cache(maxsize=4096)
 def parse_sent_at(text: str) -> datetime:
-    """The datetime of a sent_at string of the form 2026-11-22T18:00:00Z (ValueError if not a
-    real time). Cached: the reports of one hour share their sent_at."""
-    if len(text) != 20 or text[10] != "T" or not text.endswith(":00:00Z"):
+    """The datetime of a sent_at string, an hour in UTC like 2026-11-22T18:00:00Z (or with
+    ".000" or "+00:00"); ValueError if not a real time. Cached: the reports of one hour share
+    their sent_at."""
+    if not _HOUR.fullmatch(text):
         raise ValueError(f"not a sent_at time: {text!r}")
     return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), tzinfo=UTC)
 
@@ -243,9 +250,14 @@ def _check_head(report: object) -> dict[str, Any]:
         )
     checks = (
         ("survey", SURVEY_ID, "a survey id"),
-        ("survey_hash", _HASH, "64 lower-case hex digits"),
-        ("report_id", _UUID4, "a lower-case UUID4"),
-        ("sent_at", _HOUR, "a UTC time truncated to the hour, like 2026-11-22T18:00:00Z"),
+        ("survey_hash", _HASH, "64 hex digits"),
+        ("report_id", _UUID4, "a UUID4"),
+        (
+            "sent_at",
+            _HOUR,
+            "a UTC time truncated to the hour, like 2026-11-22T18:00:00Z; "
+            "no minutes, seconds or local offset",
+        ),
         ("public_key", _B64URL, "unpadded base64url"),
         ("signature", _B64URL, "unpadded base64url"),
     )
@@ -348,7 +360,7 @@ def parse_report(
     if survey is not None:
         if checked["survey"] != survey.id:
             raise ReportError(f"survey: report is for {checked['survey']!r}, not {survey.id!r}")
-        if checked["survey_hash"] != survey.hash:
+        if checked["survey_hash"].lower() != survey.hash:
             raise ReportError(
                 "survey_hash: does not match the survey as published; fetch the survey again"
             )

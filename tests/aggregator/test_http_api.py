@@ -13,7 +13,7 @@ from deniable.aggregator import analyze, create_app, credentials
 from deniable.aggregator.db import get_store
 from deniable.aggregator.estimate import CSV_COLUMNS
 from deniable.aggregator.surveys import enrollment_proof
-from deniable.shared import Survey
+from deniable.shared import Survey, sign_report
 from deniable.shared.signing import generate_key, public_key_text, sign
 
 PROBLEM = "application/problem+json"
@@ -99,6 +99,27 @@ def test_a_single_report_accepted_then_duplicate(client, published, report_for):
     again = client.post("/api/v1/reports", json=report)
     assert again.status_code == 200
     assert again.get_json() == {"report_id": report["report_id"], "result": "duplicate"}
+
+
+def test_a_report_in_another_languages_formats_is_counted_once(client, auth, published, report_for):
+    """Upper-case UUID and hash, sent_at as JavaScript writes it: accepted, then duplicate."""
+    report = report_for(published)
+    report = sign_report(
+        {
+            **{k: v for k, v in report.items() if k != "signature"},
+            "report_id": report["report_id"].upper(),
+            "survey_hash": published.hash.upper(),
+            "sent_at": report["sent_at"].replace(":00:00Z", ":00:00.000Z"),
+        },
+        generate_key(),
+    )
+    assert client.post("/api/v1/reports", json=report).status_code == 201
+    again = client.post("/api/v1/reports", json=report)
+    assert again.get_json() == {"report_id": report["report_id"], "result": "duplicate"}
+    results = client.get(f"/api/v1/surveys/{published.id}/results", headers=auth).get_json()
+    assert results["n"] == 1
+    export = client.get(f"/api/v1/surveys/{published.id}/reports.jsonl", headers=auth)
+    assert json.loads(export.get_data(as_text=True)) == report
 
 
 def test_a_rejected_report_is_problem_json_with_its_result(client, published, report_for):

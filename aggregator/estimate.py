@@ -55,8 +55,15 @@ def z_value(confidence: float, m: int = 1) -> float:
         )
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ValueError(f"m: expected a positive number of estimates, got {m!r}")
-    alpha = (1.0 - float(confidence)) / m
-    return NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    return upper_quantile((1.0 - float(confidence)) / m / 2.0)
+
+
+def upper_quantile(tail: float) -> float:
+    """The standard normal z with P(Z > z) = tail. Far in the tail 1 - tail rounds to 1.0
+    (confidence 0.9999999999999999), so there z comes from the lower tail instead."""
+    if tail > 1e-6:
+        return NormalDist().inv_cdf(1.0 - tail)
+    return -NormalDist().inv_cdf(tail)
 
 
 def free_estimates(question: Question) -> int:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from statistics import NormalDist
 
+from deniable.aggregator.estimate import upper_quantile
 from deniable.shared.mechanisms import (
     MAX_EPSILON,
     MIN_EPSILON,
@@ -69,7 +69,7 @@ def z_for(confidence: float) -> float:
         raise PlanError(
             f"confidence: expected a number between 0 and 1, like 0.95, got {confidence!r}"
         )
-    return NormalDist().inv_cdf((1.0 + float(confidence)) / 2.0)
+    return upper_quantile((1.0 - float(confidence)) / 2.0)
 
 
 def check_epsilon(epsilon: float) -> float:

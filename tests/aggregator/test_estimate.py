@@ -176,6 +176,14 @@ def test_z_value() -> None:
     assert z_value(0.95, 4) > z_value(0.95) > z_value(0.9)
 
 
+@pytest.mark.parametrize("confidence", [1 - 1e-9, 1 - 1e-15, 0.9999999999999999])
+def test_z_value_far_in_the_tail(confidence) -> None:
+    """1 - alpha/2 rounds to 1.0 there; z still grows with the level and the Bonferroni m."""
+    alpha = 1 - confidence
+    assert z_value(confidence) == pytest.approx(-NormalDist().inv_cdf(alpha / 2), rel=1e-9)
+    assert z_value(confidence, 256) > z_value(confidence) > z_value(1 - 1e-8)
+
+
 @pytest.mark.parametrize(
     "bad", [0, 1, 0.0, 1.0, -0.5, 95, float("nan"), float("inf"), True, "0.9", None]
 )

@@ -251,6 +251,8 @@ def test_results_options(client, auth, published):
     base = f"/api/v1/surveys/{published.id}/results"
     doc = client.get(f"{base}?confidence=0.9&simultaneous=true", headers=auth).get_json()
     assert doc["confidence"] == 0.9 and doc["simultaneous"] is True
+    extreme = client.get(f"{base}?confidence=0.9999999999999999&simultaneous=1", headers=auth)
+    assert extreme.status_code == 200 and extreme.get_json()["confidence"] == 0.9999999999999999
     assert_problem(client.get(f"{base}?confidence=2", headers=auth), 400, "confidence")
     assert_problem(client.get(f"{base}?confidence=abc", headers=auth), 400, "confidence")
     assert_problem(client.get(f"{base}?simultaneous=maybe", headers=auth), 400, "simultaneous")

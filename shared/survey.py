@@ -252,7 +252,7 @@ class Question:
     def _options_of(doc: Mapping[str, Any], qtype: str, where: str) -> tuple[str, ...]:
         raw = doc.get("options")
         if qtype == "binary":
-            if raw is not None and list(raw) != list(BINARY_OPTIONS):
+            if raw is not None and raw != list(BINARY_OPTIONS):
                 raise _fail(
                     f"{where}options",
                     f"a binary question's options are always ['no', 'yes'], got {raw!r}",

@@ -7,8 +7,11 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable.shared import Survey, SurveyError, canonical_json, sha256_hex
+from tests.shared.conftest import DOC
 
 
 def test_resolves_every_question(doc):
@@ -143,6 +146,13 @@ def test_decimals_and_fractions_are_held_exactly(doc):
             lambda d: d["questions"][0].update(options=["yes", "no"]),
             r"^questions\[0\]\.options: a binary question's options are always",
         ),
+        *[
+            (
+                lambda d, bad=bad: d["questions"][0].update(options=bad),
+                r"^questions\[0\]\.options: a binary question's options are always",
+            )
+            for bad in (5, True, 1.5, {"no": 1, "yes": 2}, "noyes", ["no", "yes", "maybe"])
+        ],
         (
             lambda d: d["questions"][0].pop("text"),
             r"^questions\[0\]\.text: expected a non-empty string",
@@ -205,3 +215,45 @@ def test_closes_at_is_normalized_to_utc(doc):
 
     assert not survey.is_closed(datetime(2026, 12, 30, 23, 59, tzinfo=UTC))
     assert survey.is_closed(datetime(2026, 12, 31, 0, 0, tzinfo=UTC))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    where=st.sampled_from(["survey", 0, 1, 2, 3]),
+    field=st.sampled_from(
+        [
+            "id",
+            "title",
+            "text",
+            "type",
+            "options",
+            "epsilon",
+            "mechanism",
+            "coins",
+            "enrollment",
+            "questions",
+            "closes_at",
+            "p_star",
+            "q_star",
+        ]
+    ),
+    value=_JSON,
+)
+def test_any_json_in_any_field_is_a_survey_or_a_survey_error(where, field, value):
+    """Whatever a researcher posts, the answer is a survey or SurveyError, never a crash."""
+    doc = copy.deepcopy(DOC)
+    target = doc if where == "survey" else doc["questions"][where]
+    target[field] = value
+    try:
+        Survey.from_dict(doc)
+    except SurveyError:
+        pass

@@ -32,11 +32,21 @@ def json_body(*, required: bool = True) -> Any:
             415, f"send the body as JSON with Content-Type: application/json (got {shown})"
         )
     try:
-        return json.loads(data, parse_constant=_no_constants)
+        value = json.loads(data, parse_constant=_no_constants)
     except RecursionError:
         raise Problem(400, "malformed JSON: nested too deeply") from None
     except ValueError as exc:
         raise Problem(400, f"malformed JSON: {str(exc)[:200]}; send one JSON value") from None
+    if b"\\u" in data:  # only a \u escape can make a lone surrogate, which is not text
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise Problem(
+                400, "malformed JSON: a \\u escape is an unpaired surrogate; send UTF-8 text"
+            ) from None
+        except RecursionError:
+            raise Problem(400, "malformed JSON: nested too deeply") from None
+    return value
 
 
 def json_object() -> dict[str, Any]:

@@ -18,8 +18,16 @@ from threading import Lock
 from typing import Any, Literal, NamedTuple
 
 from deniable.aggregator.commit import GroupCommitter
-from deniable.aggregator.store import NewReport, Store, StoreOutcome, SurveyRecord
-from deniable.shared.canonical import canonical_json
+from deniable.aggregator.store import (
+    PURGED_BODY,
+    NewReport,
+    Store,
+    StoredReport,
+    StoreOutcome,
+    SurveyRecord,
+    resend_outcome,
+)
+from deniable.shared.canonical import canonical_json, is_unicode
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
     answer_support,
@@ -310,10 +318,23 @@ def _ingest(
 
 
 def _resent_or_rejected(store: Store, item: object, rejection: Rejection) -> Outcome:
-    """ "duplicate" if these exact bytes were stored before, else the rejection."""
+    """ "duplicate" if this report was stored before (these exact bytes, or a purged report
+    sent again by its key), else the rejection."""
     report_id = _report_id_of(item)
-    if report_id is not None:
-        body = store.report_body(report_id)
-        if body is not None and body == canonical_json(item).decode("utf-8"):
+    if report_id is not None and is_unicode(report_id):
+        stored = store.stored_report(report_id)
+        if stored is not None and _resent(stored, item):
             return Outcome(report_id, "duplicate", None, 200)
     return Outcome(report_id, "rejected", rejection.reason, rejection.status)
+
+
+def _resent(stored: StoredReport, item: object) -> bool:
+    """Whether `item` is the stored report sent again; once purged, only a well-formed report
+    whose signature verifies for the stored key counts as it."""
+    try:
+        if stored.body != PURGED_BODY:
+            return stored.body == canonical_json(item).decode("utf-8")
+        report = check_structure(item)
+        return resend_outcome(stored, verified_body(report), report["public_key"]) == "duplicate"
+    except (ReportError, TypeError, ValueError):  # not a report, or not text
+        return False

@@ -30,22 +30,23 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deniable.aggregator.store import (
+    PURGED_BODY,
     BodyCounter,
     EnrollOutcome,
     NewReport,
     Recount,
     Store,
+    StoredReport,
     StoreError,
     StoreOutcome,
     SurveyRecord,
+    resend_outcome,
 )
 
 #: The advisory lock key migrations run under ("deniable" in ASCII, as a bigint).
 MIGRATION_LOCK = 0x64656E6961626C65
 #: Connections one process keeps open at most.
 POOL_SIZE = 8
-#: A purged report keeps this empty body (and its random report_id and public key).
-PURGED_BODY = ""
 #: Counter rows per tally and per survey count that report transactions spread their increments
 #: over (a transaction uses one, at random), so concurrent writers of one survey rarely wait.
 SHARDS = 16
@@ -416,11 +417,13 @@ class PostgresStore(Store):
             first.setdefault(reports[i].report_id, i)
         others = [r.report_id for i, r in enumerate(reports) if i not in inserted]
         stored = (
-            dict(
-                conn.execute(
-                    "SELECT report_id, body FROM reports WHERE report_id = ANY(%s)", (others,)
+            {
+                rid: StoredReport(body, key)
+                for rid, body, key in conn.execute(
+                    "SELECT report_id, body, public_key FROM reports WHERE report_id = ANY(%s)",
+                    (others,),
                 ).fetchall()
-            )
+            }
             if others
             else {}
         )
@@ -431,9 +434,9 @@ class PostgresStore(Store):
                 continue
             # Stored before this report's turn: earlier, or earlier in this batch.
             before = first.get(report.report_id, -1) < i
-            body = stored.get(report.report_id) if before else None
-            if body is not None:
-                outcomes.append("duplicate" if body == report.body else "conflict")
+            found = stored.get(report.report_id) if before else None
+            if found is not None:
+                outcomes.append(resend_outcome(found, report.body, report.public_key))
             else:
                 outcomes.append("answered" if report.survey_id in open_ids else "closed")
         return outcomes
@@ -479,9 +482,9 @@ class PostgresStore(Store):
             (shard, surveys, [added[s] for s in surveys]),
         )
 
-    def report_body(self, report_id: str) -> str | None:
-        row = self._one("SELECT body FROM reports WHERE report_id = %s", (report_id,))
-        return row[0] if row else None
+    def stored_report(self, report_id: str) -> StoredReport | None:
+        row = self._one("SELECT body, public_key FROM reports WHERE report_id = %s", (report_id,))
+        return StoredReport(*row) if row else None
 
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
         with self._conn() as conn:  # one statement: one snapshot

@@ -18,14 +18,17 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from deniable.aggregator.store import (
+    PURGED_BODY,
     BodyCounter,
     EnrollOutcome,
     NewReport,
     Recount,
     Store,
+    StoredReport,
     StoreError,
     StoreOutcome,
     SurveyRecord,
+    resend_outcome,
 )
 
 DB_FILE = "deniable.db"
@@ -120,9 +123,6 @@ def _schema_2(db: Database) -> None:
         foreign_keys=[("survey_id", "surveys", "id")],
     )
 
-
-#: A purged report keeps this empty body (and its random report_id and public key).
-PURGED_BODY = ""
 
 #: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2)
@@ -337,10 +337,10 @@ class SQLiteStore(Store):
         return outcomes
 
     def _seen_before(self, report: NewReport) -> StoreOutcome | None:
-        body = self.report_body(report.report_id)
-        if body is None:
+        stored = self.stored_report(report.report_id)
+        if stored is None:
             return None
-        return "duplicate" if body == report.body else "conflict"
+        return resend_outcome(stored, report.body, report.public_key)
 
     def _answered(self, report: NewReport) -> StoreOutcome | None:
         row = self.conn.execute(
@@ -349,11 +349,11 @@ class SQLiteStore(Store):
         ).fetchone()
         return "answered" if row else None
 
-    def report_body(self, report_id: str) -> str | None:
+    def stored_report(self, report_id: str) -> StoredReport | None:
         row = self.conn.execute(
-            "SELECT body FROM reports WHERE report_id = ?", (report_id,)
+            "SELECT body, public_key FROM reports WHERE report_id = ?", (report_id,)
         ).fetchone()
-        return row[0] if row else None
+        return StoredReport(*row) if row else None
 
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
         with self._read() as conn:

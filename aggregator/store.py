@@ -53,6 +53,25 @@ class NewReport(NamedTuple):
     support: Mapping[str, Sequence[int]]
 
 
+#: A purged report keeps this empty body (and its random report_id and public key).
+PURGED_BODY = ""
+
+
+class StoredReport(NamedTuple):
+    """What the store keeps of a report that may be sent again: its body and its key."""
+
+    body: str
+    public_key: str
+
+
+def resend_outcome(stored: StoredReport, body: str, public_key: str) -> StoreOutcome:
+    """A verified report under a stored report_id: "duplicate" for the same bytes, or for a
+    purged report sent again by the key that sent it (its bytes are gone); else "conflict"."""
+    if stored.body == body or (stored.body == PURGED_BODY and stored.public_key == public_key):
+        return "duplicate"
+    return "conflict"
+
+
 #: What storing one report did: stored, already stored (same body), the report_id taken by a
 #: different body, the key already answered the survey, or the survey closed meanwhile.
 StoreOutcome = Literal["accepted", "duplicate", "conflict", "answered", "closed"]
@@ -126,8 +145,8 @@ class Store(ABC):
         kept to the hour only (a finer time helps link a report to a person)."""
 
     @abstractmethod
-    def report_body(self, report_id: str) -> str | None:
-        """The stored canonical body of a report, or None."""
+    def stored_report(self, report_id: str) -> StoredReport | None:
+        """The stored canonical body (PURGED_BODY once purged) and key of a report, or None."""
 
     @abstractmethod
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:

@@ -21,6 +21,15 @@ def canonical_json(obj: Any) -> bytes:
     )
 
 
+def is_unicode(text: str) -> bool:
+    """Whether a str is text UTF-8 can carry (JSON's "\\ud800" escape makes one that is not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def sha256_hex(data: bytes) -> str:
     """Lower-case hex SHA-256 of some bytes."""
     return hashlib.sha256(data).hexdigest()

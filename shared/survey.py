@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from deniable.shared import mechanisms as mech
-from deniable.shared.canonical import canonical_json, sha256_hex
+from deniable.shared.canonical import canonical_json, is_unicode, sha256_hex
 from deniable.shared.errors import SurveyError
 from deniable.shared.mechanisms import Encoded, Mechanism
 from deniable.shared.probability import format_probability, parse_probability
@@ -47,6 +47,8 @@ def _text(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True
         raise _fail(f"{where}{key}", f"expected a non-empty string, got {value!r}")
     if len(value) > MAX_TEXT:
         raise _fail(f"{where}{key}", f"at most {MAX_TEXT} characters, got {len(value)}")
+    if not is_unicode(value):
+        raise _fail(f"{where}{key}", "not valid Unicode (an unpaired surrogate); send UTF-8 text")
     return value
 
 
@@ -55,19 +57,31 @@ def parse_timestamp(value: object, *, field: str) -> datetime:
     if not isinstance(value, str):
         raise SurveyError(f"{field}: expected a time like 2026-12-31T00:00:00Z, got {value!r}")
     try:
-        moment = datetime.fromisoformat(value)
+        # Earlier versions stored years before 1000 unpadded ("1-01-01T00:00:00Z").
+        moment = datetime.fromisoformat(_UNPADDED_YEAR.sub(_pad_year, value, count=1))
     except ValueError:
         raise SurveyError(
             f"{field}: expected a time like 2026-12-31T00:00:00Z, got {value!r}"
         ) from None
     if moment.tzinfo is None:
         raise SurveyError(f"{field}: give a time zone (e.g. a trailing Z), got {value!r}")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise SurveyError(f"{field}: {value!r} is out of range in UTC") from None
+
+
+_UNPADDED_YEAR = re.compile(r"\A([0-9]{1,3})-")
+
+
+def _pad_year(match: re.Match[str]) -> str:
+    return f"{int(match.group(1)):04d}-"
 
 
 def format_timestamp(moment: datetime) -> str:
-    """UTC, to the second, with a trailing Z."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """UTC, to the second, with a trailing Z (the year in four digits, as RFC 3339 wants)."""
+    m = moment.astimezone(UTC)
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,7 +278,12 @@ class Question:
                 f"expected a list of 2 to {MAX_OPTIONS} option labels, got {raw!r}",
             )
         for i, label in enumerate(raw):
-            if not isinstance(label, str) or not label.strip() or len(label) > 200:
+            if (
+                not isinstance(label, str)
+                or not label.strip()
+                or len(label) > 200
+                or not is_unicode(label)
+            ):
                 raise _fail(
                     f"{where}options[{i}]",
                     f"expected a non-empty label of at most 200 characters, got {label!r}",

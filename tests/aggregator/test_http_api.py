@@ -279,6 +279,35 @@ def test_bad_bodies_get_4xx_problems(client, data, content_type, status):
     assert_problem(client.post("/api/v1/reports", data=data, headers=headers), status)
 
 
+def test_a_lone_surrogate_anywhere_is_malformed_json(client, auth, published, report_for):
+    """JSON's \\ud800 escape parses to a str no UTF-8 store or hash takes: 400, never 500."""
+    report = report_for(published)
+    lone = json.dumps({**report, "report_id": "\ud800"})  # json.dumps writes the escape
+    assert "\\ud800" in lone
+    batch = json.dumps({"reports": [report_for(published), json.loads(lone)]})
+    survey = json.dumps(
+        {
+            "id": "s2",
+            "title": "caf\ud800",
+            "questions": [{"id": "q", "text": "Q?", "type": "binary", "epsilon": 1.0}],
+        }
+    )
+    enrollment = json.dumps({"public_key": "x", "invitation": "\ud800", "signature": "y"})
+    headers = {**auth, "Content-Type": "application/json"}
+    for path, body in [
+        ("/api/v1/reports", lone),
+        ("/api/v1/reports", batch),
+        ("/api/v1/surveys", survey),
+        (f"/api/v1/surveys/{published.id}/enrollments", enrollment),
+    ]:
+        assert_problem(client.post(path, data=body, headers=headers), 400, "surrogate")
+    results = client.get(f"/api/v1/surveys/{published.id}/results", headers=auth).get_json()
+    assert results["n"] == 0  # the batch's valid report was not stored either
+    emoji = survey.replace("caf\\ud800", "caf\\u00e9 \\ud83d\\ude00")  # a valid pair
+    created = client.post("/api/v1/surveys", data=emoji, headers=headers)
+    assert created.status_code == 201 and created.get_json()["survey"]["title"] == "café 😀"
+
+
 def test_a_body_over_the_limit_is_413(tmp_path, report_for):
     app = create_app({"DATA_DIR": tmp_path, "MAX_CONTENT_LENGTH": 2048})
     response = app.test_client().post(

@@ -76,6 +76,17 @@ def test_a_tampered_resend_of_an_accepted_report_is_refused(store, survey, repor
     refused(store, survey, report, 422, "signature")
 
 
+def test_text_that_is_not_unicode_is_refused_not_a_crash(store, survey, report_for):
+    """From Python, ingest may get a lone surrogate (JSON's \\ud800) anywhere."""
+    stored = report_for(survey)
+    assert ingest(store, stored)[0].result == "accepted"
+    lone_id = {**report_for(survey), "report_id": "\ud800"}
+    lone_key = {**stored, "answers": {**stored["answers"], "\ud800": 1}}  # a stored report_id
+    outcomes = ingest(store, [lone_id, lone_key, report_for(survey)])
+    assert [o.result for o in outcomes] == ["rejected", "rejected", "accepted"]
+    assert store.tallies(survey.id)[0] == 2
+
+
 def test_a_report_id_reused_by_another_signed_report_is_refused(store, survey, report_for):
     report = report_for(survey)
     ingest(store, report)

@@ -17,7 +17,8 @@ from deniable.aggregator.db import get_store
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.retention import RetentionTimer
 from deniable.aggregator.surveys import create_survey
-from deniable.shared import Survey, hour_now
+from deniable.shared import Survey, hour_now, sign_report
+from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import TOKEN
 
 OLD = datetime.now(UTC) - timedelta(days=10)
@@ -108,9 +109,14 @@ def test_purge_keeps_tallies_and_n_and_verify_counts_purged_reports(
     assert runner.invoke(cli, ["verify", loaded.id, "--repair"]).exit_code == 0
     assert state(client, loaded.id) == before  # repaired up to the true totals, not down
     assert runner.invoke(cli, ["purge", "--days", "7"]).stdout.startswith("purged 0")
-    with app.app_context():  # a purged report sent again is never counted again
+    with app.app_context():  # a purged report sent again: a duplicate, never counted again
         (outcome,) = ingest(get_store(), old[0], now=OLD)
-    assert outcome.result != "accepted"
+        assert outcome.result == "duplicate"
+        (late,) = ingest(get_store(), old[1])  # its sent_at now too old: still recognized
+        assert late.result == "duplicate"
+        forged = sign_report({**old[2], "answers": {**old[2]["answers"]}}, generate_key())
+        (other,) = ingest(get_store(), forged, now=OLD)  # its report_id, another key
+        assert other.result == "rejected" and "report_id" in (other.reason or "")
     assert state(client, loaded.id) == before
 
 

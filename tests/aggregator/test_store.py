@@ -109,12 +109,28 @@ def test_a_closed_survey_takes_nothing_but_still_recognizes_resends(fresh):
     assert fresh.tallies("s")[0] == 1
 
 
+def test_a_purged_report_sent_again_by_its_key_is_a_duplicate(fresh):
+    """Its body is gone, but its report_id and key are kept: the verified key that sent it
+    sends it again. Another key under that report_id is still a conflict."""
+    fresh.add_reports([report("a", "k1"), report("b", "k2")], "2026-01-01T00:00:00Z")
+    assert (
+        fresh.purge_reports("s", "2026-01-02T00:00:00Z", lambda bodies: (len(list(bodies)), {}))
+        == 2
+    )
+    assert fresh.stored_report("a") == ("", "k1")
+    again = [report("a", "k1"), report("b", "k3"), report("a", "k1", body="other")]
+    assert fresh.add_reports(again, "h") == ["duplicate", "conflict", "duplicate"]
+    fresh.close_survey("s", "2026-01-03T00:00:00Z")
+    assert fresh.add_reports([report("a", "k1")], "h") == ["duplicate"]
+    assert fresh.tallies("s")[0] == 2
+
+
 def test_a_failed_batch_rolls_back_entirely(fresh):
     bad = NewReport("x", "s", "k9", None, {"q": (1,)})  # type: ignore[arg-type]  # NOT NULL body
     with pytest.raises(INTEGRITY_ERRORS):
         fresh.add_reports([report("a", "k1"), bad], "h")
     assert fresh.tallies("s") == (0, {"q": [0, 0]})
-    assert fresh.report_body("a") is None
+    assert fresh.stored_report("a") is None
 
 
 def test_survey_ids_are_unique(fresh):

@@ -207,6 +207,35 @@ def test_randomize_returns_an_encoded_answer_of_the_right_kind(doc):
     assert isinstance(bits, str) and len(bits) == 16 and set(bits) <= {"0", "1"}
 
 
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z"),
+        ("0999-06-01T12:30:00Z", "0999-06-01T12:30:00Z"),
+        ("1-01-01T00:00:00Z", "0001-01-01T00:00:00Z"),  # as earlier versions stored it
+    ],
+)
+def test_early_years_keep_four_digits_and_parse_again(doc, given, stored):
+    doc["closes_at"] = given
+    resolved = Survey.from_dict(doc).to_dict()
+    assert resolved["closes_at"] == stored
+    assert Survey.from_dict(resolved).to_dict() == resolved
+
+
+@pytest.mark.parametrize("bad", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"])
+def test_a_closes_at_out_of_range_in_utc_is_a_survey_error(doc, bad):
+    doc["closes_at"] = bad
+    with pytest.raises(SurveyError, match=r"^closes_at: .* is out of range in UTC"):
+        Survey.from_dict(doc)
+
+
+@pytest.mark.parametrize("field", ["title", "description"])
+def test_text_that_is_not_unicode_is_a_survey_error(doc, field):
+    doc[field] = "caf\ud800"
+    with pytest.raises(SurveyError, match=rf"^{field}: not valid Unicode"):
+        Survey.from_dict(doc)
+
+
 def test_closes_at_is_normalized_to_utc(doc):
     doc["closes_at"] = "2026-12-31T01:00:00+01:00"
     survey = Survey.from_dict(doc)
@@ -218,7 +247,11 @@ def test_closes_at_is_normalized_to_utc(doc):
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.characters(exclude_categories=()), max_size=8),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
     ),

@@ -114,8 +114,8 @@ def _safe_next(target: str | None) -> str:
     if not target or not target.startswith("/") or target.startswith("//"):
         return url_for("dashboard.surveys")
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or "\\" in target:
-        return url_for("dashboard.surveys")
+    if parts.scheme or parts.netloc or "\\" in target or not target.isprintable():
+        return url_for("dashboard.surveys")  # isprintable: no CR/LF to split a header with
     return target
 
 
@@ -421,6 +421,7 @@ def new_survey() -> Any:
         plan=plan_result,
         plan_error=plan_error,
         mechanisms=planning.MECHANISM_NAMES,
+        max_options=planning.MAX_OPTIONS,
     ), (400 if error else 200)
 
 

@@ -25,9 +25,13 @@ from deniable.shared.mechanisms import (
     from_epsilon,
 )
 from deniable.shared.probability import round_down
+from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
 MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto")
-MAX_OPTIONS = 64
+#: As many options as a survey question may have.
+MAX_OPTIONS = SURVEY_MAX_OPTIONS
+#: More respondents than any survey will have: a margin needing more is refused, not overflowed.
+MAX_RESPONDENTS = 10**12
 
 
 class PlanError(ValueError):
@@ -107,7 +111,15 @@ def respondents_needed(mechanism: Mechanism, margin: float, confidence: float = 
     if not isinstance(margin, int | float) or not 0 < margin < 1:
         raise PlanError(f"margin: expected a number between 0 and 1, like 0.05, got {margin!r}")
     z = z_for(confidence)
-    return max(2, math.ceil(z * z * mechanism.worst_variance(1) / (margin * margin)))
+    needed = (
+        z * z * mechanism.worst_variance(1) / (margin * margin) if margin > 1e-150 else math.inf
+    )
+    if not needed <= MAX_RESPONDENTS:
+        raise PlanError(
+            f"margin: ±{margin:g} would need more than {MAX_RESPONDENTS:,} respondents; "
+            "ask for a wider margin"
+        )
+    return max(2, math.ceil(needed))
 
 
 def margin_for(mechanism: Mechanism, respondents: int, confidence: float = 0.95) -> float:

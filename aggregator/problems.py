@@ -85,7 +85,17 @@ def _store_error(exc: Exception) -> Response:
     )
 
 
+#: Where gunicorn's errors for a request body it cannot read come from (a bad chunk size, a
+#: body cut short); the app reads the body lazily, so they surface here, not in gunicorn.
+SERVER_READ_ERRORS = "gunicorn.http.errors"
+
+
 def _unexpected(exc: Exception) -> Response:
+    if type(exc).__module__ == SERVER_READ_ERRORS:
+        detail = str(exc)[:200] or type(exc).__name__
+        return problem_response(
+            400, f"the request body could not be read ({detail}); send it again"
+        )
     current_app.logger.exception("unexpected error")
     return problem_response(500, "internal error; the aggregator's log has the details")
 

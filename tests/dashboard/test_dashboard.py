@@ -109,11 +109,13 @@ def test_session_cookie_flags(app: Flask, client: FlaskClient) -> None:
     assert "Secure" in secure.headers["Set-Cookie"] and "HttpOnly" in secure.headers["Set-Cookie"]
 
 
-def test_login_next_stays_on_this_host(client: FlaskClient) -> None:
+@pytest.mark.parametrize(
+    "target", ["//evil.example/x", "/x\r\nSet-Cookie: a=b", "/x\nLocation: //evil", "/\\evil"]
+)
+def test_login_next_stays_on_this_host(client: FlaskClient, target: str) -> None:
     csrf = csrf_of(client.get("/login").get_data(as_text=True))
-    response = client.post(
-        "/login", data={"token": TOKEN, "csrf_token": csrf, "next": "//evil.example/x"}
-    )
+    response = client.post("/login", data={"token": TOKEN, "csrf_token": csrf, "next": target})
+    assert response.status_code == 302
     assert response.headers["Location"] == "/"
 
 

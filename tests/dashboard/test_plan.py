@@ -61,6 +61,9 @@ def test_confidence_raises_n() -> None:
         ("--epsilon", "1", "--margin", "0.05", "--confidence", "1.5"),
         ("--epsilon", "1", "--margin", "0.05", "--options", "4", "--mechanism", "rr"),
         ("--epsilon", "1", "--margin", "0.05", "--options", "1"),
+        ("--epsilon", "1", "--margin", "0.05", "--options", "257"),
+        ("--epsilon", "1", "--margin", "1e-300"),  # margin squared underflows to zero
+        ("--epsilon", "1", "--margin", "1e-7"),  # more respondents than any survey has
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: tuple[str, ...]) -> None:
@@ -68,6 +71,17 @@ def test_bad_input_is_one_line_exit_1(args: tuple[str, ...]) -> None:
     assert code == 1
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert "Traceback" not in out + err
+
+
+def test_plans_for_as_many_options_as_a_survey_may_have() -> None:
+    code, out, _ = run("--epsilon", "4", "--margin", "0.05", "--options", "256")
+    assert code == 0
+    oue = planning.mechanism_for("oue", 256, 4.0)
+    z = planning.z_for(0.95)
+    needed = math.ceil(z * z * oue.worst_variance(1) / 0.05**2)
+    grr = planning.mechanism_for("grr", 256, 4.0)
+    needed = min(needed, math.ceil(z * z * grr.worst_variance(1) / 0.05**2))
+    assert int(out.strip().splitlines()[-1]) == needed
 
 
 def test_neither_margin_nor_respondents_is_usage_error() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -90,3 +91,44 @@ def test_four_workers_four_clients(tmp_path: Path, database_url: str | None) -> 
         err = load.stop(server)
     assert "Traceback" not in err, err
     assert "POST /api/v1/reports" not in err  # no access log: it would record addresses
+
+
+def raw_post(port: int, head: bytes, body: bytes) -> bytes:
+    """What gunicorn answers to hand-written request bytes (for what no client would send)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"zz\r\n{}\r\n0\r\n\r\n",  # a chunk size that is not hex
+        b"2\r\n{}XX0\r\n\r\n",  # a chunk without its CRLF
+    ],
+)
+def test_a_malformed_chunked_body_is_a_400_problem(tmp_path: Path, body: bytes) -> None:
+    data_dir = tmp_path / "data"
+    prepare(data_dir, tmp_path)
+    port = free_port()
+    server = load.gunicorn(data_dir, port, workers=1)
+    try:
+        load.wait_healthy(f"http://127.0.0.1:{port}", server)
+        head = (
+            b"POST /api/v1/reports HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        answer = raw_post(port, head, body)
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+        assert b"application/problem+json" in answer and b"could not be read" in answer
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+    finally:
+        err = load.stop(server)
+    assert "Traceback" not in err, err

@@ -308,6 +308,12 @@ def sync(ctx: click.Context) -> None:
             f"{len(queued)} report(s) could not be sent ({queued[0].reason}); they stay saved: "
             "run `deniable sync` again later"
         )
+    rejected = [r for r in receipts if r.status == "rejected"]
+    if rejected:
+        fail(
+            f"the server refused {len(rejected)} report(s) ({rejected[0].reason}); they stay in "
+            "the ledger marked rejected (`deniable status`)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -23,7 +23,7 @@ from deniable.client.keys import KeyStore
 from deniable.client.ledger import Ledger, StoredReport
 from deniable.client.receipt import Receipt, Status
 from deniable.shared.errors import SurveyError
-from deniable.shared.report import build_report, randomize_answers
+from deniable.shared.report import build_report, hour_now, randomize_answers, sign_report
 from deniable.shared.survey import Survey, format_timestamp
 
 #: The default cap on the total epsilon a respondent spends (DESIGN: 10).
@@ -169,9 +169,15 @@ class Client:
         return self._deliver(api, fresh, repeated=False)
 
     def _answer_again(self, stored: StoredReport, invitation: str | None) -> Receipt:
-        if stored.entry.status == "sent":
-            return self._receipt(stored, None, repeated=True)
+        """Send the stored report again (never a new randomization): the server answers
+        "duplicate" for one it has. A report it took before stays recorded as taken when the
+        server cannot be reached or refuses it now (say, the survey closed)."""
         api = self._api(stored.entry.server)
+        if stored.entry.status == "sent":
+            ((resent, outcome),) = self._send(api, [stored])
+            if outcome.result in ("accepted", "duplicate"):
+                return self._record(resent, outcome, repeated=True)
+            return self._receipt(stored, None, repeated=True)
         if invitation:
             survey = api.fetch_survey(stored.entry.survey)
             if survey.enrollment == "invite":
@@ -179,13 +185,35 @@ class Client:
         return self._deliver(api, stored, repeated=True)
 
     def _deliver(self, api: Api, stored: StoredReport, *, repeated: bool) -> Receipt:
-        receipt = self._record(stored, api.post_report(stored.report), repeated=repeated)
+        ((sent, outcome),) = self._send(api, [stored])
+        receipt = self._record(sent, outcome, repeated=repeated)
         if receipt.status == "rejected":
             raise RejectedError(
                 f"{receipt.server} rejected your report to {receipt.survey!r}: {receipt.reason}",
                 receipt=receipt,
             )
         return receipt
+
+    def _send(self, api: Api, group: list[StoredReport]) -> list[tuple[StoredReport, Outcome]]:
+        """Post stored reports; one refused only because its sent_at has aged past the
+        server's clock skew (it waited in the outbox) is stamped with this hour, signed again
+        and sent once more: its answers, key and report_id stay, so nothing is randomized
+        again, and the server never stored it (it answers "duplicate" to a report it has)."""
+        sent = list(zip(group, api.post_reports([s.report for s in group]), strict=True))
+        stale = [i for i, (s, o) in enumerate(sent) if _aged(s, o)]
+        fresh = [self._restamped(sent[i][0]) for i in stale]
+        for i, again, outcome in zip(
+            stale, fresh, api.post_reports([s.report for s in fresh]), strict=True
+        ):
+            sent[i] = (again, outcome)
+        return sent
+
+    def _restamped(self, stored: StoredReport) -> StoredReport:
+        """The stored report with sent_at set to this hour and signed again, saved first."""
+        key = self.keys.key_for(stored.entry.server, stored.entry.survey)
+        report = sign_report({**stored.report, "sent_at": hour_now()}, key)
+        self.ledger.replace_report(stored.entry.report_id, report)
+        return StoredReport(stored.entry, report, stored.result)
 
     # -- outbox and ledger ---------------------------------------------------------------------
     def sync(self) -> list[Receipt]:
@@ -196,10 +224,8 @@ class Client:
             by_server.setdefault(stored.entry.server, []).append(stored)
         receipts: list[Receipt] = []
         for server, group in by_server.items():
-            outcomes = self._api(server).post_reports([s.report for s in group])
-            receipts.extend(
-                self._record(s, o, repeated=True) for s, o in zip(group, outcomes, strict=True)
-            )
+            sent = self._send(self._api(server), group)
+            receipts.extend(self._record(s, o, repeated=True) for s, o in sent)
         return receipts
 
     def status(self) -> Status:
@@ -265,6 +291,16 @@ class Client:
             answers=dict(stored.report["answers"]),
             repeated=repeated,
         )
+
+
+def _aged(stored: StoredReport, outcome: Outcome) -> bool:
+    """Whether the server refused a report only for a sent_at older than this hour."""
+    return (
+        outcome.result == "rejected"
+        and (outcome.reason or "").startswith("sent_at:")
+        and stored.entry.status != "sent"
+        and stored.report.get("sent_at") != hour_now()
+    )
 
 
 def check_true_answers(survey: Survey, answers: Mapping[str, object]) -> dict[str, int]:

@@ -187,6 +187,15 @@ class Ledger:
         with self._connect() as conn:
             return _spent(conn)
 
+    def replace_report(self, report_id: str, report: dict[str, Any]) -> None:
+        """Keep a report signed again (a fresh sent_at) in place of one not yet taken."""
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE reports SET report = ?, updated_at = ? WHERE report_id = ? "
+                "AND status != 'sent'",
+                (json.dumps(report, sort_keys=True), utc_now(), report_id),
+            )
+
     def mark(self, report_id: str, status: str, result: str | None, reason: str | None) -> None:
         """Record a send attempt's outcome."""
         with self._connect() as conn:

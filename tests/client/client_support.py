@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -59,3 +60,32 @@ def stored_reports(live_server: Any, survey_id: str) -> list[dict[str, Any]]:
     response = researcher(live_server, "GET", f"/api/v1/surveys/{survey_id}/reports.jsonl")
     response.raise_for_status()
     return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+class PostsDrop(requests.Session):
+    """A network on which every POST fails (the link drops after the survey was fetched)."""
+
+    def __init__(self, on_post: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.on_post = on_post
+        self.posts = 0
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if str(method).upper() == "POST":
+            self.posts += 1
+            if self.on_post is not None:
+                self.on_post()
+            raise requests.ConnectionError("the network dropped")
+        return super().request(method, url, *args, **kwargs)
+
+
+class CountsPosts(requests.Session):
+    """The real network, counting the POSTs that go out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts = 0
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.posts += str(method).upper() == "POST"
+        return super().request(method, url, *args, **kwargs)

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_support import TRUTH, stored_reports
+from client_support import TRUTH, PostsDrop, stored_reports
+
+from deniable.client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
 DENIABLE = Path(sys.executable).parent / "deniable"
@@ -110,6 +112,7 @@ def test_answer_with_yes_prints_a_receipt(
     assert again.returncode == 0, again.stderr
     receipt = json.loads(again.stdout)
     assert receipt["report_id"] == stored["report_id"] and receipt["repeated"] is True
+    assert receipt["status"] == "duplicate"  # sent again, and the server knows it
     assert receipt["answers"] == stored["answers"]
 
     status = run(home, "status")
@@ -117,6 +120,22 @@ def test_answer_with_yes_prints_a_receipt(
     assert "Epsilon spent: 4.599 of your cap of 10" in status.stdout
     assert "Reports waiting to be sent: 0" in status.stdout
     assert run(home, "sync").stdout.strip() == "Nothing to send."
+
+
+def test_sync_exits_1_when_the_server_refuses_a_report(
+    live_server: Any, new_survey: Callable[..., str], home: Path
+) -> None:
+    survey_id = new_survey()
+    queued = Client(live_server.url, home, session=PostsDrop()).answer(survey_id, TRUTH)
+    assert queued.status == "queued"
+    live_server.cli("close", survey_id)
+    result = run(home, "sync")
+    assert result.returncode == 1
+    assert f"{survey_id} at {live_server.url}: rejected" in result.stdout
+    assert result.stderr.startswith("error: the server refused 1 report(s)")
+    assert len(result.stderr.strip().splitlines()) == 1
+    status = run(home, "status")
+    assert "Reports waiting to be sent: 0" in status.stdout
 
 
 def test_answer_interactively(live_server: Any, new_survey: Callable[..., str], home: Path) -> None:

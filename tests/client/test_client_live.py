@@ -10,8 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-from client_support import TRUTH, researcher, stored_reports, survey_doc
+from client_support import (
+    TRUTH,
+    CountsPosts,
+    PostsDrop,
+    researcher,
+    stored_reports,
+    survey_doc,
+)
 
 from deniable.client import (
     Client,
@@ -21,24 +27,9 @@ from deniable.client import (
     RejectedError,
     SurveyClosedError,
 )
+from deniable.client.keys import KeyStore
 from deniable.client.ledger import Ledger
-
-
-class PostsDrop(requests.Session):
-    """A network on which every POST fails (the link drops after the survey was fetched)."""
-
-    def __init__(self, on_post: Callable[[], None] | None = None) -> None:
-        super().__init__()
-        self.on_post = on_post
-        self.posts = 0
-
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        if str(method).upper() == "POST":
-            self.posts += 1
-            if self.on_post is not None:
-                self.on_post()
-            raise requests.ConnectionError("the network dropped")
-        return super().request(method, url, *args, **kwargs)
+from deniable.shared import hour_now, sign_report
 
 
 def test_answer_is_accepted_and_what_left_is_what_the_server_stored(
@@ -156,6 +147,49 @@ def test_answering_again_resends_a_queued_report(
     again = Client(live_server.url, home).answer(survey_id, {})
     assert (queued.status, again.status) == ("queued", "accepted")
     assert again.report_id == queued.report_id and dict(again.answers) == dict(queued.answers)
+
+
+def test_answering_again_resends_a_sent_report_which_the_server_knows(
+    live_server: Any, new_survey: Callable[..., str], home: Path
+) -> None:
+    survey_id = new_survey()
+    first = Client(live_server.url, home).answer(survey_id, TRUTH)
+    network = CountsPosts()
+    again = Client(live_server.url, home, session=network).answer(survey_id, {})
+    assert network.posts == 1  # DESIGN: answering again re-sends the stored report
+    assert (first.status, again.status) == ("accepted", "duplicate") and again.repeated
+    assert again.report_id == first.report_id and dict(again.answers) == dict(first.answers)
+    offline = Client(live_server.url, home, session=PostsDrop()).answer(survey_id, {})
+    assert offline.status == "duplicate"  # what the server said last stands when offline
+    assert Client(live_server.url, home).status().pending == 0
+    assert len(stored_reports(live_server, survey_id)) == 1
+
+
+def test_an_outbox_report_older_than_the_clock_skew_is_stamped_again(
+    live_server: Any, new_survey: Callable[..., str], home: Path
+) -> None:
+    """Queued for days: the server refuses its sent_at; sync signs it again with this hour,
+    with the same answers, key and report_id (nothing randomized again, no epsilon spent)."""
+    survey_id = new_survey()
+    queued = Client(live_server.url, home, session=PostsDrop()).answer(survey_id, TRUTH)
+    ledger = Ledger(home)
+    (pending,) = ledger.pending()
+    key = KeyStore(home / "keys").key_for(pending.entry.server, survey_id)
+    days_ago = hour_now(datetime.now(UTC) - timedelta(days=3))
+    ledger.replace_report(
+        queued.report_id, sign_report({**pending.report, "sent_at": days_ago}, key)
+    )
+    hours = {hour_now()}
+    (receipt,) = Client(live_server.url, home).sync()
+    hours.add(hour_now())  # the hour may turn during the sync
+    assert receipt.status == "accepted", receipt.reason
+    (stored,) = stored_reports(live_server, survey_id)
+    assert stored["sent_at"] in hours
+    assert {k: v for k, v in stored.items() if k not in ("sent_at", "signature")} == {
+        k: v for k, v in pending.report.items() if k not in ("sent_at", "signature")
+    }
+    assert Ledger(home).get(pending.entry.server, survey_id).report == stored  # kept as sent
+    assert Client(live_server.url, home).status().epsilon_spent == pytest.approx(queued.epsilon)
 
 
 def test_invitation_enrolls_the_key_first(

@@ -297,7 +297,9 @@ def verified_body(report: Mapping[str, Any]) -> str:
     try:
         key = signing.load_public_key(report["public_key"])
     except (ValueError, TypeError):
-        raise ReportError("public_key: not a 32-byte Ed25519 public key") from None
+        raise ReportError(
+            "public_key: not a 32-byte Ed25519 public key (of large order); sign with a fresh key"
+        ) from None
     signed, body = canonical_report(report)
     try:
         signature = b64url_decode(report["signature"], length=signing.SIGNATURE_BYTES)

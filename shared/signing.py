@@ -41,9 +41,28 @@ def sign(key: Ed25519PrivateKey, message: bytes) -> str:
     return b64url_encode(key.sign(message))
 
 
+_P = 2**255 - 19
+#: The y coordinates (mod p) of the eight points of small order: 1 (the identity), p - 1
+#: (order 2), 0 (order 4) and the two of order 8. A key there is no key: the all-zero key with
+#: an all-zero signature "verifies" for about one message in five (RFC 8032 does not forbid
+#: it; libsodium refuses these keys too).
+_SMALL_ORDER_Y = frozenset(
+    {
+        0,
+        1,
+        _P - 1,
+        2707385501144840649318225287225658788936804267575313519463743609750303402022,
+        55188659117513257062467267217118295137698188065244968500265048394206261417927,
+    }
+)
+
+
 def load_public_key(text: str) -> Ed25519PublicKey:
-    """A public key from its base64url text; ValueError when malformed."""
-    return Ed25519PublicKey.from_public_bytes(b64url_decode(text, length=PUBLIC_KEY_BYTES))
+    """A public key from its base64url text; ValueError when malformed or of small order."""
+    raw = b64url_decode(text, length=PUBLIC_KEY_BYTES)
+    if (int.from_bytes(raw, "little") & ((1 << 255) - 1)) % _P in _SMALL_ORDER_Y:
+        raise ValueError("a point of small order, not a usable Ed25519 public key")
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 def verify(public_key: str, signature: str, message: bytes) -> bool:

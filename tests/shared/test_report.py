@@ -8,6 +8,8 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +23,9 @@ from deniable.shared import (
     signed_bytes,
 )
 from deniable.shared import report as report_module
+from deniable.shared.canonical import b64url_encode
 from deniable.shared.report import answer_support, check_answers, hour_now
-from deniable.shared.signing import generate_key, public_key_text, verify
+from deniable.shared.signing import generate_key, load_public_key, public_key_text, verify
 from tests.shared.conftest import DOC
 
 TRUTH = {"smokes": "no", "cannabis": "yes", "party": "B", "region": 4}
@@ -186,6 +189,44 @@ def test_public_key_must_be_32_bytes(survey, report):
     bad = dict(report, public_key=report["public_key"][:-2])
     with pytest.raises(ReportError, match="public_key: not a 32-byte Ed25519 public key"):
         parse_report(bad, survey)
+
+
+P = 2**255 - 19
+ORDER_8_Y = 2707385501144840649318225287225658788936804267575313519463743609750303402022
+SMALL_ORDER_KEYS = [
+    b64url_encode((y + extra | sign << 255).to_bytes(32, "little"))
+    for y in (0, 1, P - 1, ORDER_8_Y, P - ORDER_8_Y)
+    for extra in (0, P)  # y and its non-canonical encoding y + p, where it fits in 255 bits
+    for sign in (0, 1)
+    if y + extra < 2**255
+]
+
+
+@pytest.mark.parametrize("key", SMALL_ORDER_KEYS)
+def test_a_small_order_public_key_is_no_key(key):
+    with pytest.raises(ValueError, match="small order"):
+        load_public_key(key)
+    assert not verify(key, b64url_encode(bytes(64)), b"anything")
+
+
+def test_a_report_forged_with_the_zero_key_is_refused(survey, report):
+    """The all-zero key and signature verify for about one message in five: find one such
+    report (it verifies by the bare Ed25519 check), then see it refused."""
+    zero_key, zero_signature = bytes(32), bytes(64)
+    for _ in range(200):
+        forged = {**report, "report_id": str(uuid.uuid4()), "public_key": b64url_encode(zero_key)}
+        forged["signature"] = b64url_encode(zero_signature)
+        try:
+            Ed25519PublicKey.from_public_bytes(zero_key).verify(
+                zero_signature, signed_bytes(forged)
+            )
+        except InvalidSignature:
+            continue
+        break
+    else:
+        pytest.fail("no report verified under the zero key in 200 tries")
+    with pytest.raises(ReportError, match=r"^public_key: not a 32-byte Ed25519 public key"):
+        parse_report(forged, survey)
 
 
 def test_report_ids_are_random_uuid4s():

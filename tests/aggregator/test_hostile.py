@@ -27,18 +27,19 @@ FAST = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
+# Text as JSON can carry it, lone surrogates (a \ud800 escape) included, often.
+texts = st.text(max_size=80) | st.text(st.sampled_from("a\ud800\udfff\U0001f600"), max_size=4)
+keys = st.text(max_size=12) | st.text(st.sampled_from("a\ud800"), max_size=2)
 scalars = (
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=80)
+    | texts
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: (
-        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
-    ),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(keys, inner, max_size=5),
     max_leaves=20,
 )
 
@@ -54,14 +55,14 @@ def mutated_reports(draw: st.DrawFn) -> Any:
     elif kind == "remove":
         del report[field]
     elif kind == "add":
-        report[draw(st.text(max_size=12))] = draw(json_values)
+        report[draw(keys)] = draw(json_values)
     elif kind == "answer":
         question = draw(st.sampled_from(sorted(report["answers"]) + ["extra"]))
         report["answers"][question] = draw(json_values)
     elif isinstance(report[field], str):
         text = report[field]
         cut = draw(st.integers(0, len(text)))
-        report[field] = text[:cut] + draw(st.text(max_size=4)) + text[cut + 1 :]
+        report[field] = text[:cut] + draw(texts) + text[cut + 1 :]
     return report
 
 

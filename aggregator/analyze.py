@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from deniable.aggregator.estimate import results_document, z_value
 from deniable.shared import ReportError, Survey, canonical_json
+from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.report import check_answers, parse_report, verify_report
 
 
@@ -40,9 +40,9 @@ def _records(reports: Iterable[Any] | str | bytes) -> Iterator[tuple[int, Any]]:
             if not item.strip():
                 continue
             try:
-                item = json.loads(item)
-            except json.JSONDecodeError as exc:
-                raise ReportError(f"report on line {line}: not JSON ({exc.msg})") from None
+                item = parse_json(item)
+            except JSONTextError as exc:
+                raise ReportError(f"report on line {line}: not JSON ({exc})") from None
         yield line, item
 
 

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from deniable.aggregator.problems import Problem
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+from deniable.shared.canonical import JSONTextError, parse_json
 
 
 def json_body(*, required: bool = True) -> Any:
@@ -32,21 +28,9 @@ def json_body(*, required: bool = True) -> Any:
             415, f"send the body as JSON with Content-Type: application/json (got {shown})"
         )
     try:
-        value = json.loads(data, parse_constant=_no_constants)
-    except RecursionError:
-        raise Problem(400, "malformed JSON: nested too deeply") from None
-    except ValueError as exc:
-        raise Problem(400, f"malformed JSON: {str(exc)[:200]}; send one JSON value") from None
-    if b"\\u" in data:  # only a \u escape can make a lone surrogate, which is not text
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise Problem(
-                400, "malformed JSON: a \\u escape is an unpaired surrogate; send UTF-8 text"
-            ) from None
-        except RecursionError:
-            raise Problem(400, "malformed JSON: nested too deeply") from None
-    return value
+        return parse_json(data)
+    except JSONTextError as exc:
+        raise Problem(400, f"malformed JSON: {exc}; send one JSON value") from None
 
 
 def json_object() -> dict[str, Any]:

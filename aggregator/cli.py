@@ -23,6 +23,7 @@ from deniable.aggregator.app import create_app
 from deniable.aggregator.db import get_store
 from deniable.aggregator.estimate import results_csv
 from deniable.aggregator.serving import bind, serve
+from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -104,13 +105,13 @@ def create_token_command(name: str) -> None:
 def create_survey_command(file: Path) -> None:
     """Create a survey from a JSON document and print its id."""
     try:
-        doc = json.loads(file.read_text("utf-8"))
-    except json.JSONDecodeError as exc:
+        doc = parse_json(file.read_bytes())
+    except JSONTextError as exc:
         raise CLIError(f"{file}: not valid JSON ({exc})") from None
-    except UnicodeDecodeError:
-        raise CLIError(f"{file}: not UTF-8 text") from None
     except FileNotFoundError:
         raise CLIError(f"{file}: no such file") from None
+    except OSError as exc:
+        raise CLIError(f"{file}: {exc.strerror}") from None
     try:
         record, _ = surveys.create_survey(get_store(), doc)
     except SurveyError as exc:

@@ -9,8 +9,9 @@ API with its bearer tokens is not affected).
 from __future__ import annotations
 
 import hmac
-import json
+import re
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ from flask import (
 )
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
 from deniable.aggregator import planning
@@ -43,6 +45,8 @@ from deniable.aggregator.estimate import results_csv, results_document
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.store import SurveyRecord
 from deniable.shared import Survey, SurveyError
+from deniable.shared.canonical import JSONTextError, parse_json
+from deniable.shared.survey import format_timestamp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,6 +153,26 @@ def _csrf_error(exc: CSRFError) -> tuple[str, int]:
     ), 400
 
 
+@bp.errorhandler(404)
+def _not_found(exc: NotFound) -> tuple[str, int]:
+    return render_template(
+        "error.html",
+        title="Not found",
+        message="There is no such survey here. It may have another id; the list has them all.",
+    ), 404
+
+
+@bp.errorhandler(413)
+def _too_large(exc: RequestEntityTooLarge) -> tuple[str, int]:
+    limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
+    return render_template(
+        "error.html",
+        title="Too large",
+        message=f"The form was larger than the aggregator takes ({limit:,} bytes; "
+        "DENIABLE_MAX_BODY). A survey document is far smaller: check the file.",
+    ), 413
+
+
 @bp.after_request
 def _headers(response: Response) -> Response:
     response.headers.setdefault("Cache-Control", "no-store")
@@ -157,6 +181,12 @@ def _headers(response: Response) -> Response:
     response.headers.setdefault("X-Frame-Options", "DENY")
     response.headers.setdefault("Content-Security-Policy", CSP)
     return response
+
+
+@bp.app_template_filter("utc")
+def _utc(moment: datetime) -> str:
+    """A time as the dashboard shows it, in UTC with a four-digit year."""
+    return format_timestamp(moment)[:16].replace("T", " ") + " UTC"
 
 
 @bp.app_context_processor
@@ -337,6 +367,11 @@ def download_reports(survey_id: str) -> Response:
 # -- writing ---------------------------------------------------------------------------------
 
 
+#: A plain decimal number as people type one (not Python's 1_0 or full-width digits).
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?")
+_WHOLE = re.compile(r"[0-9]{1,6}")
+
+
 def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]:
     """The planner form's values, its plan and any error (all None when not asked)."""
     fields = {
@@ -351,13 +386,11 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
     }
     if "epsilon" not in request.args:
         return fields, None, None
-    try:
-        epsilon = float(fields["epsilon"])
-        margin = float(fields["margin"])
-        options = int(fields["options"])
-        confidence = float(fields["confidence"])
-    except ValueError:
+    numbers = [fields[key].strip() for key in ("epsilon", "margin", "options", "confidence")]
+    if not all(_DECIMAL.fullmatch(text) for text in numbers) or not _WHOLE.fullmatch(numbers[2]):
         return fields, None, "Give numbers: epsilon like 1, margin like 0.05, options like 2."
+    epsilon, margin, confidence = float(numbers[0]), float(numbers[1]), float(numbers[3])
+    options = int(numbers[2])
     try:
         result = planning.plan(
             epsilon,
@@ -374,11 +407,9 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
 def _create(text: str) -> SurveyRecord:
     """Validate a survey document and store it; SurveyError says what is wrong."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SurveyError(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        doc = parse_json(text)
+    except JSONTextError as exc:
+        raise SurveyError(f"not valid JSON: {exc}") from None
     try:
         record, created = actions.create_survey(get_store(), doc)
     except actions.ActionError as exc:
@@ -397,11 +428,17 @@ def new_survey() -> Any:
         text = request.form.get("document") or ""
         upload = request.files.get("file")
         if upload is not None and upload.filename:
-            raw = upload.read(1_000_001)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                error = "The uploaded file is not UTF-8 text."
+            limit = current_app.config.get("MAX_CONTENT_LENGTH") or 8 * 1024 * 1024
+            raw = upload.read(limit + 1)
+            if len(raw) > limit:
+                error = (
+                    f"The uploaded file is larger than {limit:,} bytes; a survey is far smaller."
+                )
+            else:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    error = "The uploaded file is not UTF-8 text."
         if error is None and not text.strip():
             error = "Paste a survey document or choose a JSON file."
         if error is None:
@@ -422,6 +459,7 @@ def new_survey() -> Any:
         plan_error=plan_error,
         mechanisms=planning.MECHANISM_NAMES,
         max_options=planning.MAX_OPTIONS,
+        plan_query={key: value for key, value in fields.items() if key in request.args},
     ), (400 if error else 200)
 
 

@@ -9,7 +9,6 @@ population, not for anyone's secret.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from deniable.client.http import Api, make_session, normalize_url
 from deniable.shared import DeniableError, Survey, make_report
+from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.signing import generate_key
 from deniable.shared.survey import Question
 
@@ -86,9 +86,9 @@ def parse_truth(survey: Survey, text: str | None) -> Truth:
                 f"--truth: {text!r} is neither JSON nor a readable file ({exc.strerror})"
             ) from None
     try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise SimulationError(f"--truth: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        doc = parse_json(raw)
+    except JSONTextError as exc:
+        raise SimulationError(f"--truth: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise SimulationError("--truth: expected an object of question id: {option: probability}")
     for qid, given in doc.items():

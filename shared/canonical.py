@@ -21,6 +21,38 @@ def canonical_json(obj: Any) -> bytes:
     )
 
 
+class JSONTextError(ValueError):
+    """Text that is not one strict JSON value; the message says what is wrong."""
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str | bytes) -> Any:
+    """One JSON value, strictly: NaN and Infinity refused, every string Unicode text (a lone
+    surrogate escape is not), and nesting or numbers too big for the parser a JSONTextError,
+    never a RecursionError or a crash further on."""
+    try:
+        value = json.loads(text, parse_constant=_no_constants)
+    except RecursionError:
+        raise JSONTextError("nested too deeply") from None
+    except UnicodeDecodeError:
+        raise JSONTextError("not UTF-8 text") from None
+    except ValueError as exc:  # JSONDecodeError, NaN, an integer of more than 4300 digits
+        raise JSONTextError(str(exc)[:200]) from None
+    if "\\u" in text if isinstance(text, str) else b"\\u" in text:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise JSONTextError(
+                "a \\u escape is an unpaired surrogate, which is not text"
+            ) from None
+        except RecursionError:
+            raise JSONTextError("nested too deeply") from None
+    return value
+
+
 def is_unicode(text: str) -> bool:
     """Whether a str is text UTF-8 can carry (JSON's "\\ud800" escape makes one that is not)."""
     try:

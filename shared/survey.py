@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,7 +50,16 @@ def _text(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True
         raise _fail(f"{where}{key}", f"at most {MAX_TEXT} characters, got {len(value)}")
     if not is_unicode(value):
         raise _fail(f"{where}{key}", "not valid Unicode (an unpaired surrogate); send UTF-8 text")
+    if _has_control(value, allowed="\n\t" if key == "description" else ""):
+        raise _fail(f"{where}{key}", f"control characters are not text, got {value[:80]!r}")
     return value
+
+
+def _has_control(text: str, allowed: str = "") -> bool:
+    """Whether text holds a control character (NUL, escape...) other than those allowed."""
+    return any(
+        unicodedata.category(c) == "Cc" and c not in allowed for c in text if not c.isprintable()
+    )
 
 
 def parse_timestamp(value: object, *, field: str) -> datetime:
@@ -283,6 +293,7 @@ class Question:
                 or not label.strip()
                 or len(label) > 200
                 or not is_unicode(label)
+                or _has_control(label)
             ):
                 raise _fail(
                     f"{where}options[{i}]",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -9,6 +10,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from deniable.aggregator.db import get_store
+from deniable.aggregator.surveys import create_survey
 from tests.dashboard.conftest import DOC, SECRET_TITLE, TOKEN, csrf_of
 
 PAGES = [
@@ -141,7 +144,7 @@ def test_survey_page_has_inline_svg_chart_and_table(researcher: FlaskClient) -> 
     )
     # The table holds every option with support, estimate, interval, count, share.
     for option in ("no", "yes", "A", "B", "C", "D"):
-        assert f'<th scope="row">{option}</th>' in html
+        assert f'<th scope="row"><bdi>{option}</bdi></th>' in html
 
 
 def test_confidence_selector_changes_intervals(researcher: FlaskClient) -> None:
@@ -219,7 +222,6 @@ def test_create_survey_by_paste_and_upload(researcher: FlaskClient) -> None:
         "/surveys/new", data={"document": json.dumps(doc), "csrf_token": csrf}
     )
     assert response.status_code == 302 and response.headers["Location"] == "/surveys/pasted"
-    import io
 
     upload = (io.BytesIO(json.dumps({**doc, "id": "uploaded"}).encode()), "survey.json")
     response = researcher.post(
@@ -260,3 +262,55 @@ def test_logout_ends_session(researcher: FlaskClient) -> None:
     response = researcher.post("/logout", data={"csrf_token": csrf})
     assert response.status_code == 302
     assert researcher.get("/surveys/habits").status_code == 302
+
+
+def test_hostile_new_survey_input_is_an_error_page_not_a_500(researcher: FlaskClient) -> None:
+    page = researcher.get("/surveys/new?endpoint=x&_external=1&epsilon=1")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert 'action="/surveys/new?epsilon=1"' in html and "_external" not in html
+    csrf = csrf_of(html)
+    deep = "[" * 100_000 + "]" * 100_000
+    digits = '{"id": "x", "title": "T", "epsilon": ' + "9" * 5000 + ', "questions": []}'
+    for document, says in [(deep, "nested too deeply"), (digits, "not valid JSON")]:
+        response = researcher.post("/surveys/new", data={"document": document, "csrf_token": csrf})
+        assert response.status_code == 400 and says in response.get_data(as_text=True)
+    big = (io.BytesIO(b" " * (8 * 1024 * 1024 + 1)), "big.json")
+    response = researcher.post(
+        "/surveys/new", data={"file": big, "csrf_token": csrf}, content_type="multipart/form-data"
+    )
+    assert response.status_code == 413 and response.mimetype == "text/html"
+    assert "larger than the aggregator takes" in response.get_data(as_text=True)
+
+
+def test_planner_takes_plain_numbers_only(researcher: FlaskClient) -> None:
+    for epsilon in ("1_0", "\uff11", "1e999"):
+        html = researcher.get(f"/surveys/new?epsilon={epsilon}&margin=0.05").get_data(as_text=True)
+        assert 'role="alert"' in html and 'id="plan-n"' not in html
+
+
+def test_an_unknown_survey_is_an_html_page(researcher: FlaskClient) -> None:
+    response = researcher.get("/surveys/no-such")
+    assert response.status_code == 404 and response.mimetype == "text/html"
+    assert "Not found" in response.get_data(as_text=True)
+
+
+def test_long_words_wrap_and_right_to_left_text_is_isolated(
+    app: Flask, researcher: FlaskClient
+) -> None:
+    doc = {
+        **DOC,
+        "id": "odd",
+        "title": "x" * 500 + "\u202e evil",
+        "description": "Line one.\nLine two.",
+        "closes_at": "0001-01-01T00:00:00Z",
+    }
+    with app.app_context():
+        create_survey(get_store(), doc)
+    listing = researcher.get("/").get_data(as_text=True)
+    assert "<bdi>" + "x" * 500 + "\u202e evil</bdi>" in listing
+    assert "0001-01-01 00:00 UTC" in listing
+    page = researcher.get("/surveys/odd").get_data(as_text=True)
+    assert "Line one.\nLine two." in page and "0001-01-01 00:00 UTC" in page
+    css = researcher.get("/static/dashboard.css").get_data(as_text=True)
+    assert "overflow-wrap: anywhere" in css and "unicode-bidi: isolate" in css

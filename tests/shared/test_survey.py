@@ -229,6 +229,28 @@ def test_a_closes_at_out_of_range_in_utc_is_a_survey_error(doc, bad):
         Survey.from_dict(doc)
 
 
+@pytest.mark.parametrize(("field", "text"), [("title", "a\x00b"), ("title", "line\nbreak")])
+def test_control_characters_in_a_title_are_a_survey_error(doc, field, text):
+    doc[field] = text
+    with pytest.raises(SurveyError, match=rf"^{field}: control characters are not text"):
+        Survey.from_dict(doc)
+
+
+def test_control_characters_in_questions_and_labels_are_a_survey_error(doc):
+    doc["questions"][0]["text"] = "Do you\x1b[31m smoke?"
+    with pytest.raises(SurveyError, match=r"^questions\[0\]\.text: control characters"):
+        Survey.from_dict(doc)
+    doc["questions"][0]["text"] = "Do you smoke?"
+    doc["questions"][2]["options"][1] = "B\x00"
+    with pytest.raises(SurveyError, match=r"^questions\[2\]\.options\[1\]"):
+        Survey.from_dict(doc)
+
+
+def test_a_description_keeps_its_line_breaks(doc):
+    doc["description"] = "First line.\n\tSecond, indented."
+    assert Survey.from_dict(doc).description == doc["description"]
+
+
 @pytest.mark.parametrize("field", ["title", "description"])
 def test_text_that_is_not_unicode_is_a_survey_error(doc, field):
     doc[field] = "caf\ud800"

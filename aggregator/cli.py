@@ -20,7 +20,7 @@ from flask.cli import FlaskGroup
 
 from deniable.aggregator import commands, credentials, demo, maintenance, migrate_store, surveys
 from deniable.aggregator.app import create_app
-from deniable.aggregator.db import get_store
+from deniable.aggregator.db import existing_store, get_store
 from deniable.aggregator.estimate import results_csv
 from deniable.aggregator.serving import bind, serve
 from deniable.shared.canonical import JSONTextError, parse_json
@@ -34,6 +34,12 @@ class CLIError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _non_empty(value: str, name: str) -> str:
+    if not value.strip():
+        raise click.BadParameter("give a non-empty label", param_hint=name)
+    return value.strip()
 
 
 def friendly(command: F) -> F:
@@ -90,7 +96,13 @@ def init_db_command() -> None:
 
 
 @cli.command("create-token")
-@click.option("--name", default="researcher", show_default=True, help="A label for the token.")
+@click.option(
+    "--name",
+    default="researcher",
+    show_default=True,
+    help="A label for the token.",
+    callback=lambda _ctx, _param, value: _non_empty(value, "--name"),
+)
 @friendly
 def create_token_command(name: str) -> None:
     """Make a researcher token and print it (alone); only its hash is stored."""
@@ -125,7 +137,7 @@ def create_survey_command(file: Path) -> None:
 @friendly
 def invite_command(survey: str, count: int) -> None:
     """Make COUNT single-use invitation codes for an invite-only survey, one per line."""
-    for code in surveys.invite(get_store(), survey, count, limit=sys.maxsize):
+    for code in surveys.invite(existing_store(survey), survey, count, limit=sys.maxsize):
         click.echo(code)
 
 
@@ -134,7 +146,7 @@ def invite_command(survey: str, count: int) -> None:
 @friendly
 def close_command(survey: str) -> None:
     """Stop accepting reports for a survey."""
-    record = surveys.close_survey(get_store(), survey)
+    record = surveys.close_survey(existing_store(survey), survey)
     click.echo(f"{record.id} closed at {record.closed_at} with {record.report_count} reports")
 
 
@@ -152,7 +164,9 @@ def results_command(
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
     level = surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
-    doc = surveys.results(get_store(), survey, confidence=level, simultaneous=simultaneous)
+    doc = surveys.results(
+        existing_store(survey), survey, confidence=level, simultaneous=simultaneous
+    )
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     elif as_csv:

@@ -12,11 +12,12 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app, g
 
-from deniable.aggregator.store import Store, open_store
+from deniable.aggregator.store import Store, StoreError, open_store
 
 EXTENSION = "deniable.stores"
 POOL_SIZE = 16
@@ -75,6 +76,23 @@ def get_store() -> Store:
     if "deniable_store" not in g:
         g.deniable_store = provider().checkout()
     return g.deniable_store
+
+
+def existing_store(survey: str | None = None) -> Store:
+    """get_store() for a command that reads or maintains a database (about `survey`, if given):
+    StoreError when the SQLite file is missing, so a mistyped DENIABLE_DATA_DIR does not
+    become a new, empty database."""
+    if not current_app.config.get("DATABASE_URL"):
+        from deniable.aggregator.sqlite_store import DB_FILE
+
+        path = Path(current_app.config["DATA_DIR"]) / DB_FILE
+        if not path.is_file():
+            about = f"no survey {survey!r} on this aggregator: " if survey else ""
+            raise StoreError(
+                f"{about}no database at {path}; check DENIABLE_DATA_DIR (or run "
+                "`deniable-aggregator init-db` to create one there)"
+            )
+    return get_store()
 
 
 def init_app(app: Flask) -> None:

@@ -13,7 +13,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from deniable.aggregator import recount
-from deniable.aggregator.db import get_store
+from deniable.aggregator.db import existing_store
 from deniable.shared.errors import DeniableError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,7 +51,7 @@ def verify_command(survey: str, repair: bool) -> None:
 
     Reports purged by retention count by their kept totals. --repair rewrites n and every
     tally in one transaction (exit 0 once repaired)."""
-    found = recount.verify(get_store(), survey, repair=repair)
+    found = recount.verify(existing_store(survey), survey, repair=repair)
     lines = recount.differences(found)
     purged = f", {found.purged_n} of them purged" if found.purged_n else ""
     for line in lines:
@@ -73,7 +73,7 @@ def verify_command(survey: str, repair: bool) -> None:
 @click.command("purge")
 @click.option(
     "--days",
-    type=click.IntRange(1),
+    type=click.IntRange(1, 100_000),
     default=None,
     help="Delete report bodies received more than DAYS days ago (default DENIABLE_RETENTION_DAYS).",
 )
@@ -84,7 +84,7 @@ def purge_command(days: int | None) -> None:
     days = days or current_app.config.get("RETENTION_DAYS")
     if not days:
         raise DeniableError("give --days N or set DENIABLE_RETENTION_DAYS")
-    purged = recount.purge(get_store(), days)
+    purged = recount.purge(existing_store(), days)
     for survey, n in purged.items():
         click.echo(f"{survey}: purged {n} report(s)")
     click.echo(f"purged {sum(purged.values())} report(s) received over {days} day(s) ago")
@@ -96,12 +96,14 @@ def purge_command(days: int | None) -> None:
 @_friendly
 def backup_command(file: Path) -> None:
     """Copy the database to FILE while the aggregator runs (SQLite's online backup API)."""
-    store = get_store()
+    store = existing_store()
     backup = getattr(store, "backup", None)
     if backup is None:
         raise DeniableError("this database has its own backup tools (e.g. pg_dump)")
     if file.exists():
         raise DeniableError(f"{file} exists; choose a new file")
+    if not file.parent.is_dir():
+        raise DeniableError(f"{file.parent}: no such directory; create it first")
     backup(file)
     click.echo(f"backed up to {file}")
 

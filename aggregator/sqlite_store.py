@@ -223,6 +223,8 @@ class SQLiteStore(Store):
         return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     def migrate(self) -> int:
+        if self.schema_version() == len(MIGRATIONS):
+            return len(MIGRATIONS)  # up to date: no write lock, so readers never wait on writers
         with self._write():
             version = self.schema_version()
             if version > len(MIGRATIONS):

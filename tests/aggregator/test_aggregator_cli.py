@@ -140,11 +140,24 @@ def run(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_console_script_errors_are_one_line_without_a_traceback(tmp_path):
+    missing = run(tmp_path, "results", "nope")  # a mistyped data dir: no new, empty database
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("error: no survey 'nope' on this aggregator: no database at")
+    assert "DENIABLE_DATA_DIR" in missing.stderr and not (tmp_path / "data").exists()
+    for command in (["verify", "nope"], ["purge", "--days", "1"], ["backup", str(tmp_path / "b")]):
+        result = run(tmp_path, *command)
+        assert result.returncode == 1 and "no database at" in result.stderr, command
+    assert not (tmp_path / "data").exists() and not (tmp_path / "b").exists()
+    assert run(tmp_path, "init-db").returncode == 0
     result = run(tmp_path, "results", "nope")
     assert result.returncode == 1
     assert (
         result.stderr.strip() == "error: no survey 'nope' on this aggregator; check the survey id"
     )
+    assert run(tmp_path, "purge", "--days", "99999999999999").returncode == 2
+    assert run(tmp_path, "create-token", "--name", " ").returncode == 2
+    backup = run(tmp_path, "backup", str(tmp_path / "no" / "dir" / "b.db"))
+    assert backup.returncode == 1 and "no such directory" in backup.stderr
     bad_env = run(tmp_path, "init-db", DENIABLE_MAX_BODY="lots")
     assert bad_env.returncode == 1 and bad_env.stderr.startswith("error: DENIABLE_MAX_BODY")
     assert "Traceback" not in bad_env.stderr

@@ -52,6 +52,22 @@ def test_migrations_bring_a_new_file_to_the_current_version_once(tmp_path):
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
+def test_opening_a_current_database_never_waits_for_a_writer(tmp_path):
+    """Every process migrates on first use; when nothing is to do, it takes no write lock, so
+    `results` or `verify` read while a worker holds a long write transaction."""
+    SQLiteStore.in_data_dir(tmp_path / "d").migrate()
+    writer = sqlite3.connect(tmp_path / "d" / DB_FILE, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        reader = SQLiteStore.in_data_dir(tmp_path / "d", busy_timeout=200)
+        assert reader.migrate() == len(MIGRATIONS)
+        assert reader.list_surveys() == []
+        reader.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_a_newer_schema_is_refused(tmp_path):
     store = SQLiteStore.in_data_dir(tmp_path / "d")
     store.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")

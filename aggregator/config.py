@@ -100,6 +100,8 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
     # Failed dashboard logins allowed per client address (in memory only), and their delay.
     "LOGIN_LIMIT": ("DENIABLE_LOGIN_LIMIT", _rate("DENIABLE_LOGIN_LIMIT"), "10/minute"),
     "LOGIN_FAILURE_DELAY": ("DENIABLE_LOGIN_FAILURE_DELAY", float, 0.5),
+    # A dashboard session ends this many hours after its login, even from a copied cookie.
+    "SESSION_HOURS": ("DENIABLE_SESSION_HOURS", _whole("DENIABLE_SESSION_HOURS", 1, 24 * 365), 12),
     # Reverse proxies in front that set X-Forwarded-For/-Proto (0: none, trust no header).
     "TRUSTED_PROXIES": ("DENIABLE_TRUSTED_PROXIES", _whole("DENIABLE_TRUSTED_PROXIES", 0, 5), 0),
     # Raw reports older than this many days are purged (tallies and n stay); None keeps them.

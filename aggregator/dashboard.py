@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -104,9 +105,11 @@ def init_dashboard(app: Flask) -> None:
 
 
 def _logged_in() -> bool:
-    known = session.get("token")
-    if not isinstance(known, str):
+    known, since = session.get("token"), session.get("since")
+    if not isinstance(known, str) or not isinstance(since, int):
         return False
+    if not 0 <= time.time() - since < 3600 * current_app.config["SESSION_HOURS"]:
+        return False  # the session is signed, not stored: it ends by its age
     found = False
     for stored in get_store().token_hashes():
         found |= hmac.compare_digest(known, stored)
@@ -206,6 +209,7 @@ def login() -> Any:
             if any(hmac.compare_digest(hashed, h) for h in get_store().token_hashes()):
                 session.clear()
                 session["token"] = hashed
+                session["since"] = int(time.time())
                 return redirect(next_path)
         error = "That token is not valid here. Make one with `deniable-aggregator create-token`."
     status = 401 if error else 200

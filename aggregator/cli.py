@@ -111,6 +111,17 @@ def create_token_command(name: str) -> None:
     click.echo(token)
 
 
+@cli.command("revoke-token")
+@click.argument("name")
+@friendly
+def revoke_token_command(name: str) -> None:
+    """Remove the researcher tokens made with --name NAME; their dashboard sessions end."""
+    removed = existing_store().remove_tokens(name)
+    if not removed:
+        raise CLIError(f"no token named {name!r}; `create-token --name` gave each its name")
+    click.echo(f"revoked {removed} token(s) named {name!r}")
+
+
 @cli.command("create-survey")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @friendly

@@ -621,6 +621,10 @@ class PostgresStore(Store):
         with self._conn() as conn:
             return [row[0] for row in conn.execute("SELECT hash FROM tokens")]
 
+    def remove_tokens(self, name: str) -> int:
+        with self._tx() as conn:
+            return conn.execute("DELETE FROM tokens WHERE name = %s", (name,)).rowcount
+
     # invite-only surveys
     def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
         with self._tx() as conn, conn.cursor() as cur:

@@ -480,6 +480,10 @@ class SQLiteStore(Store):
     def token_hashes(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT hash FROM tokens")]
 
+    def remove_tokens(self, name: str) -> int:
+        with self._write() as conn:
+            return conn.execute("DELETE FROM tokens WHERE name = ?", (name,)).rowcount
+
     # invite-only surveys
     def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
         with self._write() as conn:

@@ -178,6 +178,10 @@ class Store(ABC):
     def token_hashes(self) -> list[str]:
         """The hashes of every researcher token."""
 
+    @abstractmethod
+    def remove_tokens(self, name: str) -> int:
+        """Forget every researcher token made with this name; how many there were."""
+
     # invite-only surveys
     @abstractmethod
     def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from deniable.aggregator import create_app, credentials
 from deniable.aggregator.cli import cli
+from deniable.aggregator.db import get_store
 from deniable.aggregator.demo import demo_survey_doc
 
 AGGREGATOR = Path(sys.executable).parent / "deniable-aggregator"
@@ -178,3 +180,26 @@ def test_the_data_dir_defaults_to_deniable_data_in_the_working_directory(tmp_pat
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "deniable-data").is_dir()
+
+
+def test_revoking_a_token_ends_its_access(tmp_path):
+    token = run(tmp_path, "create-token", "--name", "alice").stdout.strip()
+    other = run(tmp_path, "create-token", "--name", "bob").stdout.strip()
+    app = create_app({"DATA_DIR": str(tmp_path / "data")})
+    with app.app_context():
+        assert len(get_store().token_hashes()) == 2
+    revoked = run(tmp_path, "revoke-token", "alice")
+    assert revoked.returncode == 0 and revoked.stdout.strip() == "revoked 1 token(s) named 'alice'"
+    with app.app_context():
+        assert get_store().token_hashes() == [credentials.digest(other)]
+    client = app.test_client()
+    assert (
+        client.get("/api/v1/surveys", headers={"Authorization": f"Bearer {token}"}).status_code
+        == 401
+    )
+    assert (
+        client.get("/api/v1/surveys", headers={"Authorization": f"Bearer {other}"}).status_code
+        == 200
+    )
+    again = run(tmp_path, "revoke-token", "alice")
+    assert again.returncode == 1 and again.stderr.startswith("error: no token named 'alice'")

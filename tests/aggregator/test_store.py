@@ -221,3 +221,12 @@ def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
     assert list(store.iter_report_bodies(survey.id)) == []
     after = store.recount(survey.id, count)
     assert after.consistent and after.purged_n == 5 and after.counted == support
+
+
+def test_tokens_are_removed_by_name(fresh):
+    fresh.add_token("h1", "alice", "2026-01-01T00:00:00Z")
+    fresh.add_token("h2", "alice", "2026-01-01T00:00:00Z")
+    fresh.add_token("h3", "bob", "2026-01-01T00:00:00Z")
+    assert fresh.remove_tokens("alice") == 2
+    assert fresh.remove_tokens("alice") == 0
+    assert fresh.token_hashes() == ["h3"]

@@ -20,6 +20,7 @@ from deniable.client.client import Client
 from deniable.client.explain import explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
 from deniable.client.receipt import Receipt
+from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
 from deniable.shared.mechanisms import Encoded
 from deniable.shared.survey import Question, Survey
@@ -153,7 +154,7 @@ def answer(
             click.confirm(
                 "Randomize these answers on this device and send them?", default=True, abort=True
             )
-        show_receipt(client.answer(survey_id, truth, invitation), survey, as_json)
+        show_receipt(client.answer(survey_id, truth, invitation, survey=survey), survey, as_json)
 
 
 def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
@@ -183,7 +184,7 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
 def option_of(question: Question, text: str) -> str:
     """An interactive answer (a 1-based number, a label, or y/n) as the option's label."""
     value = text.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit() and len(value) <= 4:  # not "²" (isdigit, no int)
         number = int(value)
         if 1 <= number <= question.k:
             return question.options[number - 1]
@@ -250,9 +251,11 @@ def explain(ctx: click.Context, target: str, survey_id: str | None) -> None:
     if not path.is_file():
         raise click.UsageError(f"give URL SURVEY, or a survey file; {target!r} is not a file")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"cannot read {path}: {exc}")
+        doc = parse_json(path.read_bytes())
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}")
+    except JSONTextError as exc:
+        fail(f"cannot read {path}: not valid JSON ({exc})")
     try:
         survey = Survey.from_dict(doc)
     except SurveyError as exc:

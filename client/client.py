@@ -126,8 +126,14 @@ class Client:
         survey_id: str,
         answers: Mapping[str, object],
         invitation: str | None = None,
+        *,
+        survey: Survey | None = None,
     ) -> Receipt:
         """Randomize true answers on this device, store the signed report, then send it.
+
+        `survey` is the survey as already fetched and shown to the respondent: it is answered
+        as is, not fetched again, so what is randomized and spent is what they agreed to (a
+        server that changed it meanwhile refuses the report for its survey_hash).
 
         Returns a Receipt whose status is "accepted", "duplicate" or "queued" (could not be sent
         now; `sync` sends it later). Raises EpsilonCapError before anything is randomized if the
@@ -139,7 +145,10 @@ class Client:
         if stored is not None:
             return self._answer_again(stored, invitation)
         api = self._api(server)
-        survey = api.fetch_survey(survey_id)
+        if survey is None:
+            survey = api.fetch_survey(survey_id)
+        elif survey.id != survey_id:
+            raise ClientError(f"the survey given is {survey.id!r}, not {survey_id!r}")
         if survey.is_closed():
             assert survey.closes_at is not None
             raise SurveyClosedError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -11,8 +13,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
+import urllib3
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from requests.adapters import HTTPAdapter
+from urllib3.util import parse_url
 from urllib3.util.retry import Retry
 
 from deniable.client.errors import (
@@ -23,7 +27,7 @@ from deniable.client.errors import (
     SurveyChangedError,
 )
 from deniable.shared import signing
-from deniable.shared.canonical import canonical_json
+from deniable.shared.canonical import JSONTextError, canonical_json, parse_json
 from deniable.shared.errors import SurveyError
 from deniable.shared.survey import Survey
 
@@ -35,6 +39,12 @@ BATCH_SIZE = 100
 RETRY_STATUSES = (500, 502, 503, 504)
 #: Client errors that mean "later", not "never".
 TRANSIENT_CLIENT_STATUSES = (408, 425, 429)
+#: The most of an answer read from a server (a survey at the limits is well under 8 MiB): a
+#: hostile or broken server cannot fill the device's memory. Nor can it hold the client by
+#: trickling bytes under the read timeout: a request ends after connect + 2 x read seconds.
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+#: Server text kept in the ledger or shown to the respondent, at most.
+MAX_REASON = 300
 _NOTHING_SENT = "check the address and your connection, then try again (nothing was sent)"
 
 
@@ -51,9 +61,16 @@ def normalize_url(url: str) -> str:
     text = url.strip()
     if "://" not in text:
         raise ClientError(f"{url!r} is not a server address; give one like http://127.0.0.1:8000")
-    parts = urlsplit(text)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(text)
+        host, port = parse_url(text).host, parts.port
+    except ValueError:  # urllib3's LocationParseError is one too
+        host, port = None, None
+        parts = urlsplit("")
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or not host:
         raise ClientError(f"{url!r} is not an http(s) address; give one like https://example.org")
+    if port == 0:
+        raise ClientError(f"{url!r} has no usable port; give one from 1 to 65535")
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 
@@ -62,13 +79,15 @@ def make_session() -> requests.Session:
     retry = Retry(
         total=3,
         connect=3,
-        read=2,
+        read=1,
         status=3,
         backoff_factor=0.2,
         status_forcelist=RETRY_STATUSES,
         allowed_methods=frozenset({"GET", "POST"}),
         raise_on_status=False,
-        respect_retry_after_header=True,
+        # A server's Retry-After (hours, even) would hold the respondent's command: a report
+        # the server cannot take now stays queued for `sync` instead.
+        respect_retry_after_header=False,
     )
     session = requests.Session()
     adapter = HTTPAdapter(max_retries=retry)
@@ -111,20 +130,61 @@ class Outcome:
     reason: str | None = None
 
 
+class _TooLarge(Exception):
+    """A server answer over MAX_RESPONSE_BYTES."""
+
+
+def _read_limited(response: requests.Response, deadline: float) -> bytes:
+    """The body, read as it arrives (never more than MAX_RESPONSE_BYTES, never past the
+    deadline: each read returns what one receive brought)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise requests.Timeout("the answer did not arrive in time")
+        chunk = response.raw.read1(8192, decode_content=True)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise _TooLarge(f"sent an answer over {MAX_RESPONSE_BYTES:,} bytes; nothing was sent")
+        parts.append(chunk)
+
+
 def _json(response: requests.Response) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return parse_json(response.content)
+    except (JSONTextError, RuntimeError):
         return None
+
+
+def plain(text: object, limit: int = MAX_REASON) -> str:
+    """Server text as the client keeps and shows it: one line, no control or bidirectional
+    formatting characters (they could move the cursor or reorder the terminal), cut short."""
+    cleaned = "".join(
+        " " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in str(text)
+    )
+    line = " ".join(cleaned.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _detail(response: requests.Response) -> str:
     body = _json(response)
     if isinstance(body, dict):
         for key in ("detail", "reason", "title"):
-            if isinstance(body.get(key), str) and body[key]:
-                return " ".join(body[key].split())
-    return f"HTTP {response.status_code} {response.reason or ''}".strip()
+            if isinstance(body.get(key), str) and body[key].strip():
+                return plain(body[key])
+    return plain(f"HTTP {response.status_code} {response.reason or ''}".strip())
+
+
+def _redirect(response: requests.Response) -> str:
+    where = plain(response.headers.get("Location", "elsewhere"), 120)
+    return f"redirects to {where}: give that address instead"
+
+
+def _about(item: object, report: Mapping[str, Any]) -> bool:
+    """Whether a batch result names the report it stands beside."""
+    return isinstance(item, dict) and item.get("report_id") == report.get("report_id")
 
 
 def _outcome(body: object, status: int) -> Outcome | None:
@@ -135,7 +195,7 @@ def _outcome(body: object, status: int) -> Outcome | None:
         return Outcome(result)
     if result == "rejected":
         reason = body.get("reason") or body.get("detail") or f"HTTP {status}"
-        return Outcome("rejected", str(reason))
+        return Outcome("rejected", plain(reason))
     return None
 
 
@@ -156,17 +216,28 @@ class Api:
         self, method: str, path: str, *, advice: str = "", **kwargs: Any
     ) -> requests.Response:
         url = f"{self.server}{path}"
+        connect, read = self.timeout if isinstance(self.timeout, tuple) else (self.timeout,) * 2
+        deadline = time.monotonic() + connect + 2 * read
         try:
-            return self.session.request(method, url, timeout=self.timeout, **kwargs)
-        except requests.RequestException as exc:
+            response = self.session.request(
+                method, url, timeout=self.timeout, stream=True, allow_redirects=False, **kwargs
+            )
+            with response:
+                response._content = _read_limited(response, deadline)  # what .json() reads
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             message = f"could not reach {self.server}: {describe_failure(exc)}"
             raise NetworkError(f"{message}; {advice}" if advice else message) from exc
+        except _TooLarge as exc:
+            raise ServerError(f"{self.server} {exc}") from None
+        return response
 
     def fetch_survey(self, survey_id: str) -> Survey:
         """The published survey, checked against the hash the server gives for it."""
         response = self._request(
             "GET", f"/api/v1/surveys/{quote(survey_id, safe='')}", advice=_NOTHING_SENT
         )
+        if 300 <= response.status_code < 400:
+            raise ClientError(f"{self.server} {_redirect(response)}; nothing was sent")
         if response.status_code == 404:
             raise ClientError(f"no survey {survey_id!r} at {self.server}: {_detail(response)}")
         if response.status_code >= 500:
@@ -244,8 +315,11 @@ class Api:
         body = _json(response)
         results = body.get("results") if isinstance(body, dict) else None
         if response.status_code == 200 and isinstance(results, list) and len(results) == len(batch):
-            outcomes = [_outcome(item, 200) for item in results]
-            return [o or Outcome("queued", "the server gave no result") for o in outcomes]
+            return [
+                (_outcome(item, 200) if _about(item, report) else None)
+                or Outcome("queued", "the server gave no result for this report")
+                for item, report in zip(results, batch, strict=True)
+            ]
         if (
             400 <= response.status_code < 500
             and response.status_code not in TRANSIENT_CLIENT_STATUSES
@@ -254,9 +328,18 @@ class Api:
         return [self._unexpected(response)] * len(batch)
 
     def _unexpected(self, response: requests.Response) -> Outcome:
+        """A reply without a result: only the aggregator's own refusal (problem+json) is
+        final; a redirect, a proxy's page or a server error leaves the report queued."""
         status = response.status_code
+        if 300 <= status < 400:
+            return Outcome("queued", f"{self.server} {_redirect(response)}")
         if status >= 500 or status in TRANSIENT_CLIENT_STATUSES:
             return Outcome("queued", f"{self.server} answered {_detail(response)}")
-        if 400 <= status < 500:
+        problem = response.headers.get("Content-Type", "").startswith("application/problem+json")
+        if 400 <= status < 500 and problem:
             return Outcome("rejected", _detail(response))
-        return Outcome("queued", f"{self.server} answered HTTP {status} without a result")
+        return Outcome(
+            "queued",
+            f"{self.server} answered {_detail(response)} without a result; is the address "
+            "that of an aggregator?",
+        )

@@ -35,6 +35,13 @@ class KeyStore:
 
     def key_for(self, server: str, survey_id: str) -> Ed25519PrivateKey:
         """The survey's key, created on first use (atomically, so concurrent callers agree)."""
+        try:
+            return self._key_for(server, survey_id)
+        except OSError as exc:
+            where = exc.filename or self.directory
+            raise ClientError(f"cannot keep the survey's key in {where}: {exc.strerror}") from None
+
+    def _key_for(self, server: str, survey_id: str) -> Ed25519PrivateKey:
         path = self.path_for(server, survey_id)
         try:
             return self._load(path)

@@ -108,8 +108,8 @@ class Ledger:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        ensure_private_dir(self.data_dir)
         try:
+            ensure_private_dir(self.data_dir)
             if not self.path.exists():  # readable by this user only, like the keys
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
@@ -132,7 +132,12 @@ class Ledger:
                     time.sleep(0.02)
                 except sqlite3.Error as exc:
                     raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
-            yield conn
+            try:
+                yield conn
+            except sqlite3.IntegrityError:
+                raise  # the schema's own guard (one report per survey), for the caller
+            except sqlite3.Error as exc:  # a damaged file, a full disk
+                raise ClientError(f"cannot use the ledger {self.path}: {exc}") from None
 
     @staticmethod
     def _prepare(conn: sqlite3.Connection) -> None:
@@ -226,4 +231,10 @@ def _entry(row: sqlite3.Row) -> LedgerEntry:
 
 
 def _stored(row: sqlite3.Row) -> StoredReport:
-    return StoredReport(_entry(row), json.loads(row["report"]), row["result"])
+    try:
+        report = json.loads(row["report"])
+    except (TypeError, ValueError):
+        raise ClientError(
+            f"the ledger holds a damaged report for survey {row['survey']!r} (not JSON)"
+        ) from None
+    return StoredReport(_entry(row), report, row["result"])

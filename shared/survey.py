@@ -150,8 +150,9 @@ class Question:
             folded = [o.casefold() for o in self._options]
             if value.strip().casefold() in folded:
                 return folded.index(value.strip().casefold())
-            if value.strip().isdigit() and int(value) < self.k:
-                return int(value)
+            digits = value.strip()
+            if digits.isascii() and digits.isdigit() and len(digits) <= 4 and int(digits) < self.k:
+                return int(digits)  # ASCII only: "²".isdigit() is true, int("²") fails
         allowed = ", ".join(repr(o) for o in self._options)
         raise SurveyError(
             f"{self.id}: {value!r} is not an answer; give one of {allowed} or an index 0-{self.k - 1}"

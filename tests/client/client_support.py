@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -80,12 +81,100 @@ class PostsDrop(requests.Session):
 
 
 class CountsPosts(requests.Session):
-    """The real network, counting the POSTs that go out."""
+    """The real network, counting the GETs and POSTs that go out."""
 
     def __init__(self) -> None:
         super().__init__()
         self.posts = 0
+        self.gets = 0
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         self.posts += str(method).upper() == "POST"
+        self.gets += str(method).upper() == "GET"
         return super().request(method, url, *args, **kwargs)
+
+
+class FakeAggregator:
+    """A misbehaving aggregator on a free loopback port: `routes` maps "METHOD /path" to a
+    function of the request handler that writes the whole answer (status, headers, body).
+    It serves the client-test survey (or `survey`) correctly unless a route says otherwise."""
+
+    def __init__(self, routes: dict[str, Callable[[Any], None]], survey: Any = None) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from deniable.shared import Survey
+
+        published = survey or Survey.from_dict(survey_doc("fake"))
+        body = json.dumps({"survey": published.to_dict(), "survey_hash": published.hash})
+        self.requests: list[str] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def handle_any(self) -> None:
+                route = f"{self.command} {self.path}"
+                fake.requests.append(route)
+                length = int(self.headers.get("Content-Length") or 0)
+                self.body = self.rfile.read(length) if length else b""
+                if route in routes:
+                    routes[route](self)
+                elif route == f"GET /api/v1/surveys/{published.id}":
+                    send(self, 200, body.encode())
+                else:
+                    send(self, 404, b"not here", "text/plain")
+
+            do_GET = do_POST = handle_any
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.survey = published
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> FakeAggregator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(10)
+
+
+def send(
+    handler: Any,
+    status: int,
+    body: bytes,
+    content_type: str = "application/json",
+    **headers: str,
+) -> None:
+    """Write one whole HTTP answer from a FakeAggregator route."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in headers.items():
+        handler.send_header(name.replace("_", "-"), value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def finished_within(seconds: float, call: Callable[[], Any]) -> Any:
+    """call()'s value, or a test failure if it hangs (a guard against hangs, not a speed test)."""
+    found: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            found.append((True, call()))
+        except BaseException as exc:  # handed to the test's thread
+            found.append((False, exc))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert found, f"still running after {seconds} s"
+    ok, value = found[0]
+    if not ok:
+        raise value
+    return value

@@ -165,6 +165,23 @@ def test_answering_again_resends_a_sent_report_which_the_server_knows(
     assert len(stored_reports(live_server, survey_id)) == 1
 
 
+def test_the_survey_shown_is_the_survey_answered(
+    live_server: Any, new_survey: Callable[..., str], home: Path
+) -> None:
+    """Given the survey a respondent saw, answer() randomizes against it without fetching it
+    again (a server could serve another one the second time)."""
+    survey_id = new_survey()
+    network = CountsPosts()
+    client = Client(live_server.url, home, session=network)
+    shown = client.fetch_survey(survey_id)
+    receipt = client.answer(survey_id, TRUTH, survey=shown)
+    assert receipt.status == "accepted" and (network.gets, network.posts) == (1, 1)
+    (stored,) = stored_reports(live_server, survey_id)
+    assert stored["survey_hash"] == shown.hash
+    with pytest.raises(ClientError, match="not 'other'"):
+        client.answer("other", TRUTH, survey=shown)
+
+
 def test_an_outbox_report_older_than_the_clock_skew_is_stamped_again(
     live_server: Any, new_survey: Callable[..., str], home: Path
 ) -> None:

@@ -65,6 +65,8 @@ class KeyStore:
 
     @staticmethod
     def _load(path: Path) -> Ed25519PrivateKey:
+        if path.stat().st_mode & 0o077:  # copied or restored readable by others: not any more
+            os.chmod(path, 0o600)
         raw = path.read_bytes()
         if len(raw) != KEY_BYTES:
             raise ClientError(

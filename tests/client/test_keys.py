@@ -5,6 +5,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
+from deniable.client import ClientError
 from deniable.client.keys import KeyStore
 from deniable.shared import signing
 
@@ -31,3 +34,20 @@ def test_same_survey_same_key_other_survey_other_key(tmp_path: Path) -> None:
     assert first == again
     assert len({first, other_survey, other_server}) == 3
     assert not [p for p in (tmp_path / "keys").iterdir() if p.name.startswith(".")]
+
+
+def test_a_key_file_readable_by_others_is_made_private_on_use(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    key = store.key_for("http://h", "s")
+    path = store.path_for("http://h", "s")
+    path.chmod(0o644)
+    again = store.key_for("http://h", "s")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert signing.public_key_text(again) == signing.public_key_text(key)
+
+
+def test_a_key_path_that_is_a_directory_is_a_client_error(tmp_path: Path) -> None:
+    store = KeyStore(tmp_path / "keys")
+    store.path_for("http://h", "s").mkdir(parents=True)
+    with pytest.raises(ClientError, match="cannot keep the survey's key"):
+        store.key_for("http://h", "s")

@@ -312,3 +312,10 @@ def test_any_json_in_any_field_is_a_survey_or_a_survey_error(where, field, value
         Survey.from_dict(doc)
     except SurveyError:
         pass
+
+
+def test_an_error_about_a_huge_value_stays_short(doc):
+    doc["questions"] = [{"id": f"q{i}", "text": "x" * 200} for i in range(10_000)]
+    with pytest.raises(SurveyError) as raised:
+        Survey.from_dict(doc)
+    assert len(str(raised.value)) <= 1000 and str(raised.value).startswith("questions")

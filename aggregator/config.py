@@ -46,6 +46,19 @@ def _confidence(name: str) -> Callable[[str], float]:
     return parse
 
 
+def _seconds(name: str, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 <= value <= high:
+            raise ConfigError(f"{name}: expected seconds from 0 to {high:g}, got {text!r}")
+        return value
+
+    return parse
+
+
 def _synchronous(name: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().upper()
@@ -99,7 +112,11 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
     "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", _rate("DENIABLE_RATE_LIMIT"), None),
     # Failed dashboard logins allowed per client address (in memory only), and their delay.
     "LOGIN_LIMIT": ("DENIABLE_LOGIN_LIMIT", _rate("DENIABLE_LOGIN_LIMIT"), "10/minute"),
-    "LOGIN_FAILURE_DELAY": ("DENIABLE_LOGIN_FAILURE_DELAY", float, 0.5),
+    "LOGIN_FAILURE_DELAY": (
+        "DENIABLE_LOGIN_FAILURE_DELAY",
+        _seconds("DENIABLE_LOGIN_FAILURE_DELAY", 10),
+        0.5,
+    ),
     # A dashboard session ends this many hours after its login, even from a copied cookie.
     "SESSION_HOURS": ("DENIABLE_SESSION_HOURS", _whole("DENIABLE_SESSION_HOURS", 1, 24 * 365), 12),
     # Reverse proxies in front that set X-Forwarded-For/-Proto (0: none, trust no header).

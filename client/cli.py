@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from deniable.client.client import Client
+from deniable.client.errors import ClientError
 from deniable.client.explain import explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
 from deniable.client.receipt import Receipt
@@ -130,7 +131,14 @@ def answer(
                     f"You already answered {survey_id!r} on this device; nothing is randomized "
                     "again: the stored report is used."
                 )
-            show_receipt(client.answer(survey_id, {}, invitation), None, as_json)
+            receipt = client.answer(survey_id, {}, invitation)
+            try:  # the option labels, if the survey is still the one answered
+                shown: Survey | None = client.fetch_survey(survey_id)
+            except ClientError:
+                shown = None
+            if shown is not None and shown.hash != receipt.survey_hash:
+                shown = None
+            show_receipt(receipt, shown, as_json)
             return
         survey = client.fetch_survey(survey_id)
         unknown = [qid for qid in given if qid not in survey.questions]

@@ -299,6 +299,7 @@ class Client:
             epsilon_spent=self.ledger.spent(),
             answers=dict(stored.report["answers"]),
             repeated=repeated,
+            survey_hash=entry.survey_hash,
         )
 
 

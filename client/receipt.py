@@ -24,6 +24,7 @@ class Receipt:
     epsilon_spent: float
     answers: Mapping[str, Encoded] = field(default_factory=dict)
     repeated: bool = False
+    survey_hash: str = ""
 
     @property
     def ok(self) -> bool:

@@ -126,3 +126,12 @@ def test_templates_have_no_inline_script_or_style():
         text = page.read_text("utf-8")
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), page.name
         assert " style=" not in text and "<style" not in text and "onclick" not in text, page.name
+
+
+@pytest.mark.parametrize("bad", ["abc", "-5", "nan", "1e9"])
+def test_the_login_failure_delay_must_be_seconds(bad: str) -> None:
+    from deniable.aggregator.config import ConfigError, from_env
+
+    with pytest.raises(ConfigError, match="^DENIABLE_LOGIN_FAILURE_DELAY: expected seconds"):
+        from_env({"DENIABLE_LOGIN_FAILURE_DELAY": bad})
+    assert from_env({"DENIABLE_LOGIN_FAILURE_DELAY": "0"})["LOGIN_FAILURE_DELAY"] == 0.0

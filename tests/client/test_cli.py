@@ -113,6 +113,10 @@ def test_answer_with_yes_prints_a_receipt(
     receipt = json.loads(again.stdout)
     assert receipt["report_id"] == stored["report_id"] and receipt["repeated"] is True
     assert receipt["status"] == "duplicate"  # sent again, and the server knows it
+    plain = run(home, "answer", live_server.url, survey_id, "--yes")
+    assert plain.returncode == 0, plain.stderr
+    party = "ABCD"[stored["answers"]["party"]]
+    assert f"party: {party}" in plain.stdout  # option labels, as the first receipt showed
     assert receipt["answers"] == stored["answers"]
 
     status = run(home, "status")

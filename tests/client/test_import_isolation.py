@@ -54,3 +54,16 @@ def test_client_imports_without_flask_numpy_sqlite_utils() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_the_aggregator_command_without_its_extras_says_what_to_install() -> None:
+    result = run(
+        """
+        from deniable.aggregator.console import main
+        main(["--help"])
+        """
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: the aggregator needs its extras")
+    assert "pip install 'deniable[aggregator]'" in result.stderr
+    assert "Traceback" not in result.stderr

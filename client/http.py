@@ -154,7 +154,7 @@ def _read_limited(response: requests.Response, deadline: float) -> bytes:
 def _json(response: requests.Response) -> Any:
     try:
         return parse_json(response.content)
-    except (JSONTextError, RuntimeError):
+    except JSONTextError:
         return None
 
 
@@ -223,7 +223,7 @@ class Api:
                 method, url, timeout=self.timeout, stream=True, allow_redirects=False, **kwargs
             )
             with response:
-                response._content = _read_limited(response, deadline)  # what .json() reads
+                response._content = _read_limited(response, deadline)  # what .content gives
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             message = f"could not reach {self.server}: {describe_failure(exc)}"
             raise NetworkError(f"{message}; {advice}" if advice else message) from exc

@@ -146,13 +146,16 @@ def _guard() -> Any:
 
 @bp.errorhandler(CSRFError)
 def _csrf_error(exc: CSRFError) -> tuple[str, int]:
+    kept = request.form.get("document", "") if request.endpoint == "dashboard.new_survey" else ""
     return render_template(
         "error.html",
         title="Form expired",
         message=(
-            "The form was missing its security token or it had expired. Go back, reload the page "
-            "and try again."
+            "The form was missing its security token or it had expired (a login lasts "
+            f"{current_app.config['SESSION_HOURS']} hours). Go back, reload the page and try "
+            "again." + (" Your survey document is below: copy it first." if kept else "")
         ),
+        kept=kept,
     ), 400
 
 

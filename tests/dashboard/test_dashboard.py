@@ -281,6 +281,19 @@ def test_a_session_ends_by_its_age_even_from_a_copied_cookie(
     assert researcher.get("/").status_code == 302
 
 
+def test_a_survey_document_posted_after_the_session_ended_is_shown_back(
+    researcher: FlaskClient,
+) -> None:
+    csrf = csrf_of(researcher.get("/surveys/new").get_data(as_text=True))
+    with researcher.session_transaction() as saved:
+        saved.clear()  # the login ended while the researcher typed
+    document = '{"id": "typed", "title": "<b>Typed</b> for an hour"}'
+    response = researcher.post("/surveys/new", data={"document": document, "csrf_token": csrf})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 400 and "Form expired" in html
+    assert "copy it first" in html and "&lt;b&gt;Typed&lt;/b&gt; for an hour" in html
+
+
 def test_hostile_new_survey_input_is_an_error_page_not_a_500(researcher: FlaskClient) -> None:
     page = researcher.get("/surveys/new?endpoint=x&_external=1&epsilon=1")
     assert page.status_code == 200

@@ -27,12 +27,13 @@ from deniable.aggregator.store import (
     SurveyRecord,
     resend_outcome,
 )
-from deniable.shared.canonical import canonical_json, is_unicode
+from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
     answer_support,
     check_structure,
     hour_now,
+    is_report_id,
     parse_sent_at,
     verified_body,
 )
@@ -321,7 +322,7 @@ def _resent_or_rejected(store: Store, item: object, rejection: Rejection) -> Out
     """ "duplicate" if this report was stored before (these exact bytes, or a purged report
     sent again by its key), else the rejection."""
     report_id = _report_id_of(item)
-    if report_id is not None and is_unicode(report_id):
+    if is_report_id(report_id):  # nothing else was ever stored (nor fits every store's text)
         stored = store.stored_report(report_id)
         if stored is not None and _resent(stored, item):
             return Outcome(report_id, "duplicate", None, 200)

@@ -15,7 +15,7 @@ from deniable.aggregator.store import Store, SurveyRecord
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import DeniableError
-from deniable.shared.survey import Survey
+from deniable.shared.survey import SURVEY_ID, Survey
 
 
 class ActionError(DeniableError):
@@ -33,7 +33,7 @@ def utc_now() -> str:
 
 def survey_or_404(store: Store, survey_id: str) -> SurveyRecord:
     """The stored survey, or ActionError 404."""
-    record = store.get_survey(survey_id)
+    record = store.get_survey(survey_id) if SURVEY_ID.fullmatch(survey_id) else None
     if record is None:
         raise ActionError(404, f"no survey {survey_id!r} on this aggregator; check the survey id")
     return record

@@ -56,6 +56,11 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 _last_hour: tuple[int, str] = (-1, "")
 
 
+def is_report_id(text: object) -> bool:
+    """Whether text is a well-formed report_id (a UUID4): only such ids can have been stored."""
+    return isinstance(text, str) and _UUID4.fullmatch(text) is not None
+
+
 def hour_now(now: datetime | None = None) -> str:
     """The current time truncated to the hour, as sent_at wants it (a finer time links people)."""
     global _last_hour

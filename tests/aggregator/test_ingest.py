@@ -10,7 +10,7 @@ import pytest
 from deniable.aggregator import credentials
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
-from deniable.aggregator.surveys import close_survey, create_survey
+from deniable.aggregator.surveys import ActionError, close_survey, create_survey, survey_or_404
 from deniable.shared import Survey, hour_now, sign_report
 from deniable.shared.signing import generate_key, public_key_text
 
@@ -85,6 +85,18 @@ def test_text_that_is_not_unicode_is_refused_not_a_crash(store, survey, report_f
     outcomes = ingest(store, [lone_id, lone_key, report_for(survey)])
     assert [o.result for o in outcomes] == ["rejected", "rejected", "accepted"]
     assert store.tallies(survey.id)[0] == 2
+
+
+def test_ids_no_store_can_hold_are_refused_not_looked_up(store, survey, report_for):
+    """A NUL fits SQLite's text but not PostgreSQL's: such ids are never queried."""
+    nul = {**report_for(survey), "report_id": "\x00abc"}
+    outcomes = ingest(store, [nul, report_for(survey)])
+    assert [o.result for o in outcomes] == ["rejected", "accepted"]
+    assert store.tallies(survey.id)[0] == 1
+    for bad in ("h\x00x", "x" * 65, "UPPER"):
+        with pytest.raises(ActionError) as raised:
+            survey_or_404(store, bad)
+        assert raised.value.status == 404
 
 
 def test_a_report_id_reused_by_another_signed_report_is_refused(store, survey, report_for):

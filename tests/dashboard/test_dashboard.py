@@ -320,8 +320,9 @@ def test_planner_takes_plain_numbers_only(researcher: FlaskClient) -> None:
 
 
 def test_an_unknown_survey_is_an_html_page(researcher: FlaskClient) -> None:
-    response = researcher.get("/surveys/no-such")
-    assert response.status_code == 404 and response.mimetype == "text/html"
+    for path in ("/surveys/no-such", "/surveys/h%00x", "/surveys/h%00x/results.csv"):
+        response = researcher.get(path)
+        assert response.status_code == 404 and response.mimetype == "text/html", path
     assert "Not found" in response.get_data(as_text=True)
 
 

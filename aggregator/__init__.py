@@ -1,26 +1,19 @@
-"""The aggregator: Flask app factory, storage, ingestion, estimation and the operator CLI.
-
-Its names load on first use, so `deniable-aggregator` can say which extras are missing
-(`pip install 'deniable[aggregator]'`) instead of failing inside an import."""
+"""The aggregator: Flask app factory, storage, ingestion, estimation and the operator CLI."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
+try:
     from deniable.aggregator.analyze import analyze
     from deniable.aggregator.app import create_app
+except ImportError as _missing:  # a client-only install: say what to add, on first use
+    _reason = str(_missing)
+
+    def __getattr__(name: str) -> Any:
+        raise ImportError(
+            f"deniable.aggregator needs its extras ({_reason}): pip install 'deniable[aggregator]'"
+        )
+
 
 __all__ = ["analyze", "create_app"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "analyze":
-        from deniable.aggregator.analyze import analyze
-
-        return analyze
-    if name == "create_app":
-        from deniable.aggregator.app import create_app
-
-        return create_app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -147,3 +147,15 @@ def test_not_json_is_refused(survey: Survey, reports: list[dict[str, Any]]) -> N
 def test_a_bad_confidence_is_refused_first(survey: Survey) -> None:
     with pytest.raises(ValueError, match="confidence"):
         analyze(survey, ["{not json"], confidence=1.5)
+
+
+def test_the_package_exports_the_function_not_its_module() -> None:
+    """`analyze` is both a function and the module holding it: the package gives the function,
+    whichever was imported first."""
+    import importlib
+
+    importlib.import_module("deniable.aggregator.analyze")
+    import deniable.aggregator
+
+    assert callable(deniable.aggregator.analyze)
+    assert callable(deniable.aggregator.create_app)

@@ -336,6 +336,7 @@ def _resent(stored: StoredReport, item: object) -> bool:
         if stored.body != PURGED_BODY:
             return stored.body == canonical_json(item).decode("utf-8")
         report = check_structure(item)
-        return resend_outcome(stored, verified_body(report), report["public_key"]) == "duplicate"
+        body, key, survey_id = verified_body(report), report["public_key"], report["survey"]
+        return resend_outcome(stored, body, key, survey_id) == "duplicate"
     except (ReportError, TypeError, ValueError):  # not a report, or not text
         return False

@@ -418,9 +418,10 @@ class PostgresStore(Store):
         others = [r.report_id for i, r in enumerate(reports) if i not in inserted]
         stored = (
             {
-                rid: StoredReport(body, key)
-                for rid, body, key in conn.execute(
-                    "SELECT report_id, body, public_key FROM reports WHERE report_id = ANY(%s)",
+                rid: StoredReport(body, key, sid)
+                for rid, body, key, sid in conn.execute(
+                    "SELECT report_id, body, public_key, survey_id FROM reports "
+                    "WHERE report_id = ANY(%s)",
                     (others,),
                 ).fetchall()
             }
@@ -436,7 +437,9 @@ class PostgresStore(Store):
             before = first.get(report.report_id, -1) < i
             found = stored.get(report.report_id) if before else None
             if found is not None:
-                outcomes.append(resend_outcome(found, report.body, report.public_key))
+                outcomes.append(
+                    resend_outcome(found, report.body, report.public_key, report.survey_id)
+                )
             else:
                 outcomes.append("answered" if report.survey_id in open_ids else "closed")
         return outcomes
@@ -483,7 +486,9 @@ class PostgresStore(Store):
         )
 
     def stored_report(self, report_id: str) -> StoredReport | None:
-        row = self._one("SELECT body, public_key FROM reports WHERE report_id = %s", (report_id,))
+        row = self._one(
+            "SELECT body, public_key, survey_id FROM reports WHERE report_id = %s", (report_id,)
+        )
         return StoredReport(*row) if row else None
 
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:

@@ -342,7 +342,7 @@ class SQLiteStore(Store):
         stored = self.stored_report(report.report_id)
         if stored is None:
             return None
-        return resend_outcome(stored, report.body, report.public_key)
+        return resend_outcome(stored, report.body, report.public_key, report.survey_id)
 
     def _answered(self, report: NewReport) -> StoreOutcome | None:
         row = self.conn.execute(
@@ -353,7 +353,7 @@ class SQLiteStore(Store):
 
     def stored_report(self, report_id: str) -> StoredReport | None:
         row = self.conn.execute(
-            "SELECT body, public_key FROM reports WHERE report_id = ?", (report_id,)
+            "SELECT body, public_key, survey_id FROM reports WHERE report_id = ?", (report_id,)
         ).fetchone()
         return StoredReport(*row) if row else None
 

@@ -58,16 +58,23 @@ PURGED_BODY = ""
 
 
 class StoredReport(NamedTuple):
-    """What the store keeps of a report that may be sent again: its body and its key."""
+    """What the store keeps of a report that may be sent again: its body, key and survey."""
 
     body: str
     public_key: str
+    survey_id: str
 
 
-def resend_outcome(stored: StoredReport, body: str, public_key: str) -> StoreOutcome:
+def resend_outcome(
+    stored: StoredReport, body: str, public_key: str, survey_id: str
+) -> StoreOutcome:
     """A verified report under a stored report_id: "duplicate" for the same bytes, or for a
-    purged report sent again by the key that sent it (its bytes are gone); else "conflict"."""
-    if stored.body == body or (stored.body == PURGED_BODY and stored.public_key == public_key):
+    purged report sent again by the key that sent it, to the same survey (its bytes are
+    gone); else "conflict"."""
+    if stored.body == body:
+        return "duplicate"
+    purged = stored.body == PURGED_BODY
+    if purged and (stored.public_key, stored.survey_id) == (public_key, survey_id):
         return "duplicate"
     return "conflict"
 
@@ -146,7 +153,7 @@ class Store(ABC):
 
     @abstractmethod
     def stored_report(self, report_id: str) -> StoredReport | None:
-        """The stored canonical body (PURGED_BODY once purged) and key of a report, or None."""
+        """The stored canonical body (PURGED_BODY once purged), key and survey of a report."""
 
     @abstractmethod
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:

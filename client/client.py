@@ -24,6 +24,7 @@ from deniable.client.ledger import Ledger, StoredReport
 from deniable.client.receipt import Receipt, Status
 from deniable.shared.errors import SurveyError
 from deniable.shared.report import build_report, hour_now, randomize_answers, sign_report
+from deniable.shared.signing import public_key_text
 from deniable.shared.survey import Survey, format_timestamp
 
 #: The default cap on the total epsilon a respondent spends (DESIGN: 10).
@@ -209,17 +210,19 @@ class Client:
         and sent once more: its answers, key and report_id stay, so nothing is randomized
         again, and the server never stored it (it answers "duplicate" to a report it has)."""
         sent = list(zip(group, api.post_reports([s.report for s in group]), strict=True))
-        stale = [i for i, (s, o) in enumerate(sent) if _aged(s, o)]
-        fresh = [self._restamped(sent[i][0]) for i in stale]
-        for i, again, outcome in zip(
-            stale, fresh, api.post_reports([s.report for s in fresh]), strict=True
-        ):
+        restamped = [(i, self._restamped(s)) for i, (s, o) in enumerate(sent) if _aged(s, o)]
+        stale = [(i, again) for i, again in restamped if again is not None]
+        outcomes = api.post_reports([again.report for _, again in stale])
+        for (i, again), outcome in zip(stale, outcomes, strict=True):
             sent[i] = (again, outcome)
         return sent
 
-    def _restamped(self, stored: StoredReport) -> StoredReport:
-        """The stored report with sent_at set to this hour and signed again, saved first."""
-        key = self.keys.key_for(stored.entry.server, stored.entry.survey)
+    def _restamped(self, stored: StoredReport) -> StoredReport | None:
+        """The stored report with sent_at set to this hour and signed again by its own key,
+        saved first; None if that key is gone (a new one would be another respondent)."""
+        key = self.keys.existing_key(stored.entry.server, stored.entry.survey)
+        if key is None or public_key_text(key) != stored.report.get("public_key"):
+            return None
         report = sign_report({**stored.report, "sent_at": hour_now()}, key)
         self.ledger.replace_report(stored.entry.report_id, report)
         return StoredReport(stored.entry, report, stored.result)

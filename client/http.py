@@ -182,6 +182,11 @@ def _redirect(response: requests.Response) -> str:
     return f"redirects to {where}: give that address instead"
 
 
+def _is_problem(response: requests.Response) -> bool:
+    """Whether a reply is the aggregator's own problem+json (a refusal it means)."""
+    return response.headers.get("Content-Type", "").startswith("application/problem+json")
+
+
 def _about(item: object, report: Mapping[str, Any]) -> bool:
     """Whether a batch result names the report it stands beside."""
     return isinstance(item, dict) and item.get("report_id") == report.get("report_id")
@@ -291,11 +296,16 @@ class Api:
         """Send one report; network failures and 5xx give a "queued" outcome, not an exception."""
         try:
             response = self._request("POST", "/api/v1/reports", json=report)
-        except NetworkError as exc:
+        except (NetworkError, ServerError) as exc:  # unreachable, or an answer too large
             return Outcome("queued", str(exc))
-        outcome = _outcome(_json(response), response.status_code)
-        if outcome is not None and response.status_code < 500:
-            return outcome
+        body = _json(response)
+        outcome = _outcome(body, response.status_code) if _about(body, report) else None
+        status = response.status_code
+        if outcome is not None and outcome.result in ("accepted", "duplicate"):
+            if status in (200, 201):
+                return outcome
+        elif outcome is not None and 400 <= status < 500 and _is_problem(response):
+            return outcome  # the aggregator's own refusal: final
         return self._unexpected(response)
 
     def post_reports(self, reports: Sequence[Mapping[str, Any]]) -> list[Outcome]:
@@ -310,7 +320,7 @@ class Api:
             return [self.post_report(batch[0])]
         try:
             response = self._request("POST", "/api/v1/reports", json={"reports": list(batch)})
-        except NetworkError as exc:
+        except (NetworkError, ServerError) as exc:
             return [Outcome("queued", str(exc))] * len(batch)
         body = _json(response)
         results = body.get("results") if isinstance(body, dict) else None
@@ -335,8 +345,7 @@ class Api:
             return Outcome("queued", f"{self.server} {_redirect(response)}")
         if status >= 500 or status in TRANSIENT_CLIENT_STATUSES:
             return Outcome("queued", f"{self.server} answered {_detail(response)}")
-        problem = response.headers.get("Content-Type", "").startswith("application/problem+json")
-        if 400 <= status < 500 and problem:
+        if 400 <= status < 500 and _is_problem(response):
             return Outcome("rejected", _detail(response))
         return Outcome(
             "queued",

@@ -33,6 +33,17 @@ class KeyStore:
         digest = hashlib.sha256(server.encode("utf-8")).hexdigest()[:16]
         return self.directory / f"{survey_id}.{digest}.key"
 
+    def existing_key(self, server: str, survey_id: str) -> Ed25519PrivateKey | None:
+        """The survey's key if this device has one (never a new one)."""
+        try:
+            return self._load(self.path_for(server, survey_id))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ClientError(
+                f"cannot read the survey's key {exc.filename}: {exc.strerror}"
+            ) from None
+
     def key_for(self, server: str, survey_id: str) -> Ed25519PrivateKey:
         """The survey's key, created on first use (atomically, so concurrent callers agree)."""
         try:

@@ -30,18 +30,21 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_json(text: str | bytes) -> Any:
-    """One JSON value, strictly: NaN and Infinity refused, every string Unicode text (a lone
-    surrogate escape is not), and nesting or numbers too big for the parser a JSONTextError,
-    never a RecursionError or a crash further on."""
+    """One JSON value, strictly: UTF-8 bytes (RFC 8259; a BOM is skipped), NaN and Infinity
+    refused, every string Unicode text (a lone surrogate escape is not), and nesting or numbers
+    too big for the parser a JSONTextError, never a RecursionError or a crash further on."""
+    if not isinstance(text, str):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise JSONTextError("not UTF-8 text") from None
     try:
         value = json.loads(text, parse_constant=_no_constants)
     except RecursionError:
         raise JSONTextError("nested too deeply") from None
-    except UnicodeDecodeError:
-        raise JSONTextError("not UTF-8 text") from None
     except ValueError as exc:  # JSONDecodeError, NaN, an integer of more than 4300 digits
         raise JSONTextError(str(exc)[:200]) from None
-    if "\\u" in text if isinstance(text, str) else b"\\u" in text:
+    if "\\u" in text:  # only a \u escape can make a lone surrogate
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:

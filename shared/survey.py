@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,16 +49,19 @@ def _text(doc: Mapping[str, Any], key: str, where: str, *, required: bool = True
         raise _fail(f"{where}{key}", f"at most {MAX_TEXT} characters, got {len(value)}")
     if not is_unicode(value):
         raise _fail(f"{where}{key}", "not valid Unicode (an unpaired surrogate); send UTF-8 text")
-    if _has_control(value, allowed="\n\t" if key == "description" else ""):
+    if _has_control(value):
         raise _fail(f"{where}{key}", f"control characters are not text, got {value[:80]!r}")
     return value
 
 
-def _has_control(text: str, allowed: str = "") -> bool:
-    """Whether text holds a control character (NUL, escape...) other than those allowed."""
-    return any(
-        unicodedata.category(c) == "Cc" and c not in allowed for c in text if not c.isprintable()
-    )
+#: NUL, escape and the other C0 controls but tab, newline and carriage return (which surveys
+#: stored before this check may hold), and DEL: they would reach terminals and CSV files raw.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _has_control(text: str) -> bool:
+    """Whether text holds a control character no survey text needs."""
+    return _CONTROL.search(text) is not None
 
 
 def parse_timestamp(value: object, *, field: str) -> datetime:

@@ -133,9 +133,11 @@ def test_a_purged_report_sent_again_by_its_key_is_a_duplicate(fresh):
         fresh.purge_reports("s", "2026-01-02T00:00:00Z", lambda bodies: (len(list(bodies)), {}))
         == 2
     )
-    assert fresh.stored_report("a") == ("", "k1")
+    assert fresh.stored_report("a") == ("", "k1", "s")
     again = [report("a", "k1"), report("b", "k3"), report("a", "k1", body="other")]
     assert fresh.add_reports(again, "h") == ["duplicate", "conflict", "duplicate"]
+    fresh.create_survey("t", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    assert fresh.add_reports([report("a", "k1", survey="t")], "h") == ["conflict"]
     fresh.close_survey("s", "2026-01-03T00:00:00Z")
     assert fresh.add_reports([report("a", "k1")], "h") == ["duplicate"]
     assert fresh.tallies("s")[0] == 2

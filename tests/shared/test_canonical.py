@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deniable.shared.canonical import b64url_decode, b64url_encode
+from deniable.shared.canonical import JSONTextError, b64url_decode, b64url_encode, parse_json
 
 
 @given(st.binary(max_size=80))
@@ -36,3 +36,24 @@ def test_length_is_checked() -> None:
     assert b64url_decode("AAA", length=2) == b"\0\0"
     with pytest.raises(ValueError, match="expected 3"):
         b64url_decode("AAA", length=3)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"a": "\\ud800"}'.encode("utf-16"),  # UTF-16 would dodge a bytes-level escape check
+        '{"a": "\\ud800"}'.encode("utf-32"),
+        b'{"a": "\xff"}',
+        b'{"a": "\\ud800"}',
+        b'{"a": NaN}',
+        b"[" * 50_000 + b"]" * 50_000,
+    ],
+)
+def test_parse_json_refuses_what_is_not_strict_utf8_json(data: bytes) -> None:
+    with pytest.raises(JSONTextError):
+        parse_json(data)
+
+
+def test_parse_json_takes_utf8_a_bom_and_real_pairs() -> None:
+    assert parse_json(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+    assert parse_json(b'{"a": "caf\\u00e9 \\ud83d\\ude00"}') == {"a": "café 😀"}

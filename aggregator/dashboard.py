@@ -47,7 +47,7 @@ from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.store import SurveyRecord
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
-from deniable.shared.survey import SURVEY_ID, format_timestamp
+from deniable.shared.survey import format_timestamp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -231,9 +231,9 @@ def logout() -> Any:
 
 
 def _survey_or_404(survey_id: str) -> tuple[SurveyRecord, Survey]:
-    # An id no survey can have (a NUL, say, which PostgreSQL's text refuses) is not looked up.
-    record = get_store().get_survey(survey_id) if SURVEY_ID.fullmatch(survey_id) else None
-    if record is None:
+    try:
+        record = actions.survey_or_404(get_store(), survey_id)
+    except actions.ActionError:
         abort(404)
     return record, SURVEYS.survey(record)
 

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-from datetime import timedelta
-from functools import partial
 from importlib import resources
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import surveys
+from deniable.aggregator import report_endpoint, surveys
 from deniable.aggregator.auth import researcher_required
 from deniable.aggregator.bodies import json_body
-from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import get_store, provider
 from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.problems import Problem
-from deniable.aggregator.store import StoreError, open_store
+from deniable.aggregator.store import StoreError
 from deniable.shared.errors import SurveyError
 
 bp = Blueprint("api", __name__)
@@ -95,61 +90,14 @@ def enrollments(survey_id: str) -> Any:
     return jsonify(enrolled=True), 201 if newly else 200
 
 
-COMMITTER = "deniable.committer"
-
-
-RECORDS = "deniable.survey-records"
-
-
-def recent_records() -> RecordCache:
-    """This app's short-lived cache of survey records (see RecordCache)."""
-    found = current_app.extensions.get(RECORDS)
-    if found is None:
-        found = current_app.extensions[RECORDS] = RecordCache()
-    return found
-
-
-def committer() -> GroupCommitter:
-    """This process's group committer for the current app (a forked worker makes its own)."""
-    found = current_app.extensions.get(COMMITTER)
-    if found is None or found[0] != os.getpid():
-        writer = partial(open_store, current_app.config, writer=True)
-        found = current_app.extensions[COMMITTER] = (
-            os.getpid(),
-            GroupCommitter(writer=writer),
-        )
-    return found[1]
-
-
 @bp.post("/api/v1/reports")
 def reports() -> Any:
-    """One report, or {"reports": [...]}: a result per report."""
-    body = json_body()
-    batch = body.get("reports") if isinstance(body, dict) and set(body) == {"reports"} else None
-    if isinstance(body, list):
-        batch = body
-    if batch is None and isinstance(body, dict) and "reports" in body:
-        raise Problem(422, 'a batch is {"reports": [...]} with a list of reports and nothing else')
-    skew = timedelta(seconds=current_app.config["CLOCK_SKEW"])
-    if batch is not None:
-        limit = current_app.config["MAX_BATCH"]
-        if not isinstance(batch, list) or not batch:
-            raise Problem(422, "reports: expected a non-empty list of reports")
-        if len(batch) > limit:
-            raise Problem(
-                413,
-                f"a batch holds at most {limit} reports, got {len(batch)}; send smaller batches",
-            )
-        outcomes = ingest(
-            get_store(), batch, clock_skew=skew, committer=committer(), records=recent_records()
-        )
-        return Response(results_json(outcomes), 200, mimetype="application/json")
-    (outcome,) = ingest(
-        get_store(), body, clock_skew=skew, committer=committer(), records=recent_records()
+    """One report, or {"reports": [...]}: a result per report (see report_endpoint, which
+    answers most of these requests before they reach Flask)."""
+    status, text = report_endpoint.answer(
+        get_store(), json_body(), current_app._get_current_object()
     )
-    if outcome.result == "rejected":
-        raise Problem(outcome.status, outcome.reason or "rejected", **outcome.to_dict())
-    return Response(json.dumps(outcome.to_dict()), outcome.status, mimetype="application/json")
+    return Response(text, status, mimetype="application/json")
 
 
 def _results_options() -> tuple[float, bool]:

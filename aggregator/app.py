@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Flask
 
-from deniable.aggregator import api, db, problems, retention
+from deniable.aggregator import api, db, problems, report_endpoint, retention
 from deniable.aggregator import config as settings
 from deniable.aggregator.dashboard import init_dashboard
 from deniable.aggregator.limits import init_limits
@@ -36,11 +36,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     init_dashboard(app)
     init_limits(app)
     retention.init_app(app)
-
-    @app.before_request
-    def _secret_key() -> None:
-        if not app.secret_key:
-            app.secret_key = load_or_create_secret_key(Path(app.config["DATA_DIR"]))
+    report_endpoint.init_app(app)
 
     return app
 

@@ -7,7 +7,9 @@ with a 500 problem that points at the server log.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -78,8 +80,8 @@ def _action_error(exc: ActionError) -> Response:
     return problem_response(exc.status, str(exc))
 
 
-def _store_error(exc: Exception) -> Response:
-    current_app.logger.error("database unavailable: %s", exc)
+def _store_error(exc: Exception, logger: logging.Logger) -> Response:
+    logger.error("database unavailable: %s", exc)
     return problem_response(
         503, "the database is unavailable or busy; try again shortly", headers={"Retry-After": "5"}
     )
@@ -90,14 +92,26 @@ def _store_error(exc: Exception) -> Response:
 SERVER_READ_ERRORS = "gunicorn.http.errors"
 
 
-def _unexpected(exc: Exception) -> Response:
+def _unexpected(exc: Exception, logger: logging.Logger) -> Response:
     if type(exc).__module__ == SERVER_READ_ERRORS:
         detail = str(exc)[:200] or type(exc).__name__
         return problem_response(
             400, f"the request body could not be read ({detail}); send it again"
         )
-    current_app.logger.exception("unexpected error")
+    logger.exception("unexpected error")
     return problem_response(500, "internal error; the aggregator's log has the details")
+
+
+def response_for(exc: Exception, logger: logging.Logger) -> Response:
+    """The problem answering an exception a view raised (what `register` installs), for code
+    that answers without Flask's request machinery (see report_endpoint)."""
+    if isinstance(exc, Problem):
+        return _problem(exc)
+    if isinstance(exc, ActionError):
+        return _action_error(exc)
+    if isinstance(exc, StoreError | sqlite3.OperationalError):
+        return _store_error(exc, logger)
+    return _unexpected(exc, logger)
 
 
 def register(app: Flask) -> None:
@@ -105,6 +119,11 @@ def register(app: Flask) -> None:
     app.register_error_handler(Problem, _problem)
     app.register_error_handler(ActionError, _action_error)
     app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(StoreError, _store_error)
-    app.register_error_handler(sqlite3.OperationalError, _store_error)
-    app.register_error_handler(Exception, _unexpected)
+    app.register_error_handler(StoreError, _logged(_store_error))
+    app.register_error_handler(sqlite3.OperationalError, _logged(_store_error))
+    app.register_error_handler(Exception, _logged(_unexpected))
+
+
+def _logged(handler: Callable[[Exception, logging.Logger], Response]) -> Callable[..., Response]:
+    """A Flask error handler that logs to the current app's logger."""
+    return lambda exc: handler(exc, current_app.logger)

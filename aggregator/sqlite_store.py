@@ -96,10 +96,21 @@ def _schema_1(db: Database) -> None:
 
 #: Tally rows one UPDATE ... FROM (VALUES ...) statement increments at most (4 parameters each).
 _SUPPORT_CHUNK = 200
+#: Below this many rows, one prepared UPDATE per row (executemany) is cheaper: the VALUES
+#: statement's text changes with its row count, so it is prepared again for each size.
+_SUPPORT_ROW_BY_ROW = 64
 
 
 def _add_support(conn: sqlite3.Connection, increments: Mapping[tuple[str, str, int], int]) -> None:
-    """Add the increments to their tally rows, up to _SUPPORT_CHUNK rows per statement."""
+    """Add the increments to their tally rows: row by row when few, else up to _SUPPORT_CHUNK
+    rows per statement."""
+    if len(increments) < _SUPPORT_ROW_BY_ROW:
+        conn.executemany(
+            "UPDATE tallies SET support = support + ? "
+            "WHERE survey_id = ? AND question_id = ? AND option_index = ?",
+            [(n, sid, qid, option) for (sid, qid, option), n in increments.items()],
+        )
+        return
     rows = [(sid, qid, option, n) for (sid, qid, option), n in increments.items()]
     for start in range(0, len(rows), _SUPPORT_CHUNK):
         chunk = rows[start : start + _SUPPORT_CHUNK]

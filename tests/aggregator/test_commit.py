@@ -252,7 +252,7 @@ def test_a_leader_waits_no_longer_than_max_wait(data_dir):
 def test_a_workers_commits_go_through_one_writer_with_the_large_cache(
     app, auth, survey_doc, report_for
 ):
-    from deniable.aggregator.api import COMMITTER
+    from deniable.aggregator.report_endpoint import COMMITTER
     from deniable.shared import Survey
 
     client = app.test_client()

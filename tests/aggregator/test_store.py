@@ -98,6 +98,19 @@ def test_a_report_and_its_tallies_commit_together(fresh):
     assert fresh.get_survey("s").report_count == 2
 
 
+@pytest.mark.parametrize("options", [3, 300])
+def test_every_tally_row_gets_its_increments(store, options):
+    """A few rows or hundreds (SQLite updates them row by row or many per statement)."""
+    store.create_survey("wide", "{}", "w" * 64, {"q": options, "r": 2}, "2026-01-01T00:00:00Z")
+    reports = [
+        NewReport(f"id{i}", "wide", f"k{i}", "b", {"q": tuple(range(i % options + 1)), "r": (1,)})
+        for i in range(2 * options)
+    ]
+    assert set(store.add_reports(reports, "h")) == {"accepted"}
+    expected = [sum(1 for i in range(2 * options) if i % options >= o) for o in range(options)]
+    assert store.tallies("wide") == (2 * options, {"q": expected, "r": [0, 2 * options]})
+
+
 def test_duplicates_replays_and_conflicts_count_nothing(fresh):
     fresh.add_reports([report("a", "k1")], "h")
     outcomes = fresh.add_reports(

@@ -13,12 +13,11 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal, NamedTuple
 
-from deniable.aggregator.commit import Arrival, GroupCommitter
+from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.store import (
     PURGED_BODY,
     NewReport,
@@ -276,19 +275,17 @@ def ingest(
     cache: SurveyCache = SURVEYS,
     committer: GroupCommitter | None = None,
     records: RecordCache | None = None,
-    arrival: Arrival | None = None,
 ) -> list[Outcome]:
     """Check, verify and store one report (a dict) or a batch (a list); an Outcome per report,
     in order. Valid reports of a batch are stored together even when others are rejected.
-    With a committer, they share a transaction with other threads' (group commit), announced
-    to it from the start (or as `arrival`, when the caller announced them earlier); with
+    With a committer, they share a transaction with other threads' (group commit); with
     `records`, survey records may be up to its ttl old (see RecordCache)."""
     if committer is None:
         return _ingest(store, value, clock_skew, now, cache, records, store.add_reports)
-    with nullcontext(arrival) if arrival is not None else committer.arriving() as announced:
+    with committer.arriving() as arrival:
 
         def add(news: list[NewReport], hour: str) -> list[StoreOutcome]:
-            return committer.add_reports(store, news, hour, arrival=announced)
+            return committer.add_reports(store, news, hour, arrival=arrival)
 
         return _ingest(store, value, clock_skew, now, cache, records, add)
 

@@ -26,7 +26,7 @@ from typing import Any
 from flask import Flask
 
 from deniable.aggregator import problems
-from deniable.aggregator.commit import Arrival, GroupCommitter
+from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import EXTENSION as STORES
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.problems import Problem
@@ -59,12 +59,10 @@ def committer(app: Flask) -> GroupCommitter:
     return found[1]
 
 
-def answer(
-    store: Store, body: object, app: Flask, arrival: Arrival | None = None
-) -> tuple[int, str]:
+def answer(store: Store, body: object, app: Flask) -> tuple[int, str]:
     """The status and JSON text answering a POST of `body`: one report, or {"reports": [...]}
-    with a result per report (announced to the app's committer as `arrival`, if given).
-    Problem when the request is refused as a whole, or its one report is rejected."""
+    with a result per report. Problem when the request is refused as a whole, or its one
+    report is rejected."""
     batch = body.get("reports") if isinstance(body, dict) and body.keys() == {"reports"} else None
     if isinstance(body, list):
         batch = body
@@ -75,7 +73,6 @@ def answer(
         "clock_skew": timedelta(seconds=config["CLOCK_SKEW"]),
         "committer": committer(app),
         "records": recent_records(app),
-        "arrival": arrival,
     }
     if batch is not None:
         limit = config["MAX_BATCH"]
@@ -112,24 +109,22 @@ class ReportEndpoint:
         limit = self.app.config.get("MAX_CONTENT_LENGTH")
         if (
             mimetype != "application/json"
-            or not length.isdigit()
+            or not (length.isascii() and length.isdigit())
             or (limit is not None and int(length) > limit)
         ):
             return self.wsgi_app(environ, start_response)
         try:
-            # Announced before the body is read: a group commit under way may wait for it.
-            with committer(self.app).arriving() as arrival:
-                data = environ["wsgi.input"].read(int(length))
-                try:
-                    body = parse_json(data)
-                except JSONTextError:
-                    body = _MALFORMED
-                if body is not _MALFORMED:
-                    timer = self.app.extensions.get(RETENTION)
-                    if timer is not None:
-                        timer.tick()
-                    with self.app.extensions[STORES].borrowed() as store:
-                        status, text = answer(store, body, self.app, arrival)
+            data = environ["wsgi.input"].read(int(length))
+            try:
+                body = parse_json(data)
+            except JSONTextError:
+                body = _MALFORMED
+            if body is not _MALFORMED:
+                timer = self.app.extensions.get(RETENTION)
+                if timer is not None:
+                    timer.tick()
+                with self.app.extensions[STORES].borrowed() as store:
+                    status, text = answer(store, body, self.app)
         except Exception as exc:  # answered as the Flask app answers it
             return problems.response_for(exc, self.app.logger)(environ, start_response)
         if body is _MALFORMED:  # the Flask view says what is wrong with it

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -103,8 +102,8 @@ def _unexpected(exc: Exception, logger: logging.Logger) -> Response:
 
 
 def response_for(exc: Exception, logger: logging.Logger) -> Response:
-    """The problem answering an exception a view raised (what `register` installs), for code
-    that answers without Flask's request machinery (see report_endpoint)."""
+    """The problem answering any exception but werkzeug's HTTP errors: what the app's error
+    handler answers, and what code answering without Flask (report_endpoint) answers."""
     if isinstance(exc, Problem):
         return _problem(exc)
     if isinstance(exc, ActionError):
@@ -116,14 +115,5 @@ def response_for(exc: Exception, logger: logging.Logger) -> Response:
 
 def register(app: Flask) -> None:
     """Answer every error of the app as problem+json."""
-    app.register_error_handler(Problem, _problem)
-    app.register_error_handler(ActionError, _action_error)
     app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(StoreError, _logged(_store_error))
-    app.register_error_handler(sqlite3.OperationalError, _logged(_store_error))
-    app.register_error_handler(Exception, _logged(_unexpected))
-
-
-def _logged(handler: Callable[[Exception, logging.Logger], Response]) -> Callable[..., Response]:
-    """A Flask error handler that logs to the current app's logger."""
-    return lambda exc: handler(exc, current_app.logger)
+    app.register_error_handler(Exception, lambda exc: response_for(exc, current_app.logger))

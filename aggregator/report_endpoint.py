@@ -25,7 +25,7 @@ from typing import Any
 
 from flask import Flask
 
-from deniable.aggregator import problems
+from deniable.aggregator import problems, retention
 from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.db import EXTENSION as STORES
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
@@ -36,9 +36,7 @@ from deniable.shared.canonical import JSONTextError, parse_json
 PATH = "/api/v1/reports"
 COMMITTER = "deniable.committer"
 RECORDS = "deniable.survey-records"
-RETENTION = "deniable.retention"
 
-_MALFORMED = object()
 _STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (200, 201)}
 
 
@@ -115,28 +113,33 @@ class ReportEndpoint:
             return self.wsgi_app(environ, start_response)
         try:
             data = environ["wsgi.input"].read(int(length))
-            try:
-                body = parse_json(data)
-            except JSONTextError:
-                body = _MALFORMED
-            if body is not _MALFORMED:
-                timer = self.app.extensions.get(RETENTION)
-                if timer is not None:
-                    timer.tick()
-                with self.app.extensions[STORES].borrowed() as store:
-                    status, text = answer(store, body, self.app)
-        except Exception as exc:  # answered as the Flask app answers it
-            return problems.response_for(exc, self.app.logger)(environ, start_response)
-        if body is _MALFORMED:  # the Flask view says what is wrong with it
+            body = parse_json(data)
+        except JSONTextError:  # the Flask view says what is wrong with it
             environ["wsgi.input"] = io.BytesIO(data)
             environ["CONTENT_LENGTH"] = str(len(data))
             return self.wsgi_app(environ, start_response)
+        except Exception as exc:  # e.g. the server could not read the body
+            return self._problem(exc, environ, start_response)
+        timer = self.app.extensions.get(retention.EXTENSION)
+        if timer is not None:
+            timer.tick()
+        try:
+            with self.app.extensions[STORES].borrowed() as store:
+                status, text = answer(store, body, self.app)
+        except Exception as exc:
+            return self._problem(exc, environ, start_response)
         payload = text.encode("utf-8")
         start_response(
             _STATUS_LINES[status],
             [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
         )
         return [payload]
+
+    def _problem(
+        self, exc: Exception, environ: dict[str, Any], start_response: StartResponse
+    ) -> Iterable[bytes]:
+        """The problem+json the Flask app answers for this exception."""
+        return problems.response_for(exc, self.app.logger)(environ, start_response)
 
 
 def init_app(app: Flask) -> None:

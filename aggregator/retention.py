@@ -16,6 +16,8 @@ from deniable.aggregator import recount
 from deniable.aggregator.db import EXTENSION as STORES
 
 INTERVAL_SECONDS = 3600.0
+#: Where the app keeps its RetentionTimer (when retention is on).
+EXTENSION = "deniable.retention"
 
 
 class RetentionTimer:
@@ -56,5 +58,5 @@ def init_app(app: Flask) -> None:
     if not days:
         return
     timer = RetentionTimer(app, days)
-    app.extensions["deniable.retention"] = timer
+    app.extensions[EXTENSION] = timer
     app.before_request(timer.tick)

@@ -3,7 +3,6 @@ every request it cannot answer completely passed on to Flask."""
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from collections.abc import Iterator
@@ -69,7 +68,7 @@ def requests_to_send(survey: Survey) -> list[tuple[str, bytes, dict[str, str]]]:
         {**make_report(survey, TRUTH, generate_key()), "report_id": first["report_id"]},
         generate_key(),
     )
-    tampered = copy.deepcopy(make_report(survey, TRUTH, generate_key()))
+    tampered = make_report(survey, TRUTH, generate_key())
     tampered["answers"]["smokes"] = 1 - tampered["answers"]["smokes"]
     float_answer = make_report(survey, TRUTH, generate_key())
     float_answer["answers"]["smokes"] = 1.0

@@ -1,11 +1,12 @@
 """The PostgreSQL store: several processes on several machines writing to one database.
 
 Connections come from one psycopg pool per process and URL, made on first use (so nothing is
-connected before a server forks) and forgotten, never closed, in a forked child. Every report
-transaction first share-locks the rows of the surveys it touches, in id order: writers of one
-survey run side by side, while closing a survey (or repairing or purging it) takes the row
-exclusively, so it waits for the writers in flight and every later writer sees it. The unique
-constraints tell duplicates, conflicts and second answers apart without aborting a transaction.
+connected before a server forks) and forgotten, never closed, in a forked child. A report
+transaction is one call of a server-side function (`deniable_add_reports`, one round trip). It
+first share-locks the rows of the surveys it touches, in id order: writers of one survey run
+side by side, while closing a survey (or repairing or purging it) takes the row exclusively, so
+it waits for the writers in flight and every later writer sees it. The unique constraints tell
+duplicates, conflicts and second answers apart without aborting a transaction.
 
 Counters are sharded so that writers of one survey do not queue on the same rows through their
 COMMIT: `tallies.support` and `surveys.report_count` are a base (written by survey creation,
@@ -19,7 +20,6 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import count as counter
@@ -117,9 +117,67 @@ _SCHEMA_3 = (
         PRIMARY KEY (survey_id, shard))""",
 )
 
-#: Ordered schema migrations (SQLite's first two, then the sharded counters); schema_version
-#: counts those applied.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3)
+# A report transaction as one server-side call: one round trip and one statement (its own
+# transaction on an autocommit connection) instead of BEGIN, the lock, the inserts, the counters
+# and COMMIT as several. The client computes each report's support (the mechanism math stays in
+# deniable.shared) and passes it flattened: report number, question, option. Returns which
+# reports were inserted, the open surveys, and the stored rows of the report_ids not inserted
+# (to tell a resent report from a conflict), all read inside the transaction.
+_SCHEMA_4 = (
+    """CREATE OR REPLACE FUNCTION deniable_add_reports(
+        p_ids text[], p_surveys text[], p_keys text[], p_bodies text[], p_hour text,
+        p_shard smallint, p_report integer[], p_question text[], p_option integer[],
+        OUT inserted boolean[], OUT open_ids text[], OUT stored_ids text[],
+        OUT stored_bodies text[], OUT stored_keys text[], OUT stored_surveys text[])
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        n integer := coalesce(array_length(p_ids, 1), 0);
+    BEGIN
+        -- Share-lock the surveys' rows in id order, as every report writer does.
+        SELECT coalesce(array_agg(s.id) FILTER (WHERE s.closed_at IS NULL), '{}')
+          INTO open_ids
+          FROM (SELECT id, closed_at FROM surveys WHERE id = ANY(p_surveys)
+                ORDER BY id COLLATE "C" FOR SHARE) s;
+        inserted := array_fill(false, ARRAY[n]);
+        FOR i IN 1 .. n LOOP
+            IF p_surveys[i] = ANY(open_ids) THEN
+                INSERT INTO reports (report_id, survey_id, public_key, body, received_hour)
+                VALUES (p_ids[i], p_surveys[i], p_keys[i], p_bodies[i], p_hour)
+                ON CONFLICT DO NOTHING;
+                inserted[i] := FOUND;
+            END IF;
+        END LOOP;
+        -- Counter rows in key order, so two writers on one shard never deadlock.
+        INSERT INTO tally_shards (survey_id, question_id, option_index, shard, support)
+        SELECT p_surveys[v.r], v.q, v.o, p_shard, count(*)
+          FROM unnest(p_report, p_question, p_option) AS v(r, q, o)
+         WHERE inserted[v.r]
+         GROUP BY 1, 2, 3
+         ORDER BY p_surveys[v.r] COLLATE "C", v.q COLLATE "C", v.o
+        ON CONFLICT (survey_id, question_id, option_index, shard)
+        DO UPDATE SET support = tally_shards.support + excluded.support;
+        INSERT INTO count_shards (survey_id, shard, reports)
+        SELECT p_surveys[r], p_shard, count(*)
+          FROM generate_series(1, n) AS r
+         WHERE inserted[r]
+         GROUP BY 1
+         ORDER BY p_surveys[r] COLLATE "C"
+        ON CONFLICT (survey_id, shard) DO UPDATE SET reports = count_shards.reports + excluded.reports;
+        IF false = ANY(inserted) THEN
+            SELECT array_agg(t.report_id), array_agg(t.body), array_agg(t.public_key),
+                   array_agg(t.survey_id)
+              INTO stored_ids, stored_bodies, stored_keys, stored_surveys
+              FROM reports t
+             WHERE t.report_id = ANY(ARRAY(
+                 SELECT p_ids[r] FROM generate_series(1, n) AS r WHERE NOT inserted[r]));
+        END IF;
+    END
+    $$""",
+)
+
+#: Ordered schema migrations (SQLite's first two, the sharded counters, then the report
+#: transaction as a function); schema_version counts those applied.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4)
 
 #: A survey's n (for a row of `surveys`): the base plus its count shards.
 _REPORT_COUNT = (
@@ -133,6 +191,12 @@ _TALLIES = (
     "FROM tally_shards WHERE survey_id = %(s)s GROUP BY question_id, option_index) d "
     "ON d.question_id = t.question_id AND d.option_index = t.option_index "
     "WHERE t.survey_id = %(s)s ORDER BY t.question_id, t.option_index"
+)
+#: One report transaction (see _SCHEMA_4). The arrays go in binary (%b): as text, every quote
+#: in every report body would be escaped, by a regular expression, on the way.
+_ADD_REPORTS = (
+    "SELECT * FROM deniable_add_reports(%b::text[], %b::text[], %b::text[], %b::text[], "
+    "%s::text, %s::smallint, %b::integer[], %b::text[], %b::integer[])"
 )
 #: Attempts at a report transaction that PostgreSQL aborts as a deadlock (possible only between
 #: batches holding the same reports in different orders); the outcome of a retry is the same.
@@ -346,50 +410,46 @@ class PostgresStore(Store):
     def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
         if not reports:
             return []
+        numbers: list[int] = []
+        questions: list[str] = []
+        options: list[int] = []
+        for number, report in enumerate(reports, 1):
+            for qid, supported in report.support.items():
+                for option in supported:
+                    numbers.append(number)
+                    questions.append(qid)
+                    options.append(option)
+        args = (
+            [r.report_id for r in reports],
+            [r.survey_id for r in reports],
+            [r.public_key for r in reports],
+            [r.body for r in reports],
+            received_hour,
+            random.randrange(SHARDS),
+            numbers,
+            questions,
+            options,
+        )
         for attempt in range(_ATTEMPTS):
             with self._conn() as conn:
                 try:
-                    # In pipeline mode the counters' upserts and the COMMIT go in one round trip.
-                    with conn.pipeline():
-                        with conn.transaction():
-                            outcomes = self._add_reports(conn, reports, received_hour)
-                    return outcomes
+                    row = conn.execute(_ADD_REPORTS, args).fetchone()
+                    break
                 except psycopg.errors.DeadlockDetected:
                     if attempt == _ATTEMPTS - 1:
                         raise
-        raise AssertionError("unreachable")
-
-    def _add_reports(
-        self, conn: psycopg.Connection, reports: Sequence[NewReport], received_hour: str
-    ) -> list[StoreOutcome]:
-        # One round trip: lock the surveys' rows, then insert each report whose survey the
-        # lock found open (the insert's own check reads the locked row).
-        with conn.pipeline() as pipeline, conn.cursor() as lock, conn.cursor() as cur:
-            lock.execute(
-                "SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id FOR SHARE",
-                (sorted({r.survey_id for r in reports}),),
-            )
-            cur.executemany(
-                "INSERT INTO reports (report_id, survey_id, public_key, body, received_hour) "
-                "SELECT %s, %s, %s, %s, %s WHERE EXISTS "
-                "(SELECT 1 FROM surveys WHERE id = %s AND closed_at IS NULL) "
-                "ON CONFLICT DO NOTHING RETURNING seq",
-                [
-                    (r.report_id, r.survey_id, r.public_key, r.body, received_hour, r.survey_id)
-                    for r in reports
-                ],
-                returning=True,
-            )
-            pipeline.sync()
-            open_ids = {sid for sid, closed_at in lock.fetchall() if closed_at is None}
-            inserted = set()
-            for i in range(len(reports)):
-                if cur.fetchone() is not None:
-                    inserted.add(i)
-                cur.nextset()
-        outcomes = self._classify(conn, reports, inserted, open_ids)
-        self._count(conn, [reports[i] for i in sorted(inserted)])
-        return outcomes
+        else:
+            raise AssertionError("unreachable")
+        inserted, open_ids, *stored_rows = row
+        stored = (
+            {
+                rid: StoredReport(body, key, sid)
+                for rid, body, key, sid in zip(*stored_rows, strict=True)
+            }
+            if stored_rows[0]
+            else {}
+        )
+        return self._classify(reports, inserted, set(open_ids), stored)
 
     @staticmethod
     def _lock_open_surveys(
@@ -406,31 +466,20 @@ class PostgresStore(Store):
 
     @staticmethod
     def _classify(
-        conn: psycopg.Connection,
         reports: Sequence[NewReport],
-        inserted: set[int],
+        inserted: Sequence[bool],
         open_ids: set[str],
+        stored: Mapping[str, StoredReport],
     ) -> list[StoreOutcome]:
-        """Each report's outcome, the same as if they had been stored one by one in order."""
+        """Each report's outcome, the same as if they had been stored one by one in order
+        (`stored`: the rows holding the report_ids of those not inserted)."""
         first: dict[str, int] = {}
-        for i in sorted(inserted):
-            first.setdefault(reports[i].report_id, i)
-        others = [r.report_id for i, r in enumerate(reports) if i not in inserted]
-        stored = (
-            {
-                rid: StoredReport(body, key, sid)
-                for rid, body, key, sid in conn.execute(
-                    "SELECT report_id, body, public_key, survey_id FROM reports "
-                    "WHERE report_id = ANY(%s)",
-                    (others,),
-                ).fetchall()
-            }
-            if others
-            else {}
-        )
+        for i, report in enumerate(reports):
+            if inserted[i]:
+                first.setdefault(report.report_id, i)
         outcomes: list[StoreOutcome] = []
         for i, report in enumerate(reports):
-            if i in inserted:
+            if inserted[i]:
                 outcomes.append("accepted")
                 continue
             # Stored before this report's turn: earlier, or earlier in this batch.
@@ -443,47 +492,6 @@ class PostgresStore(Store):
             else:
                 outcomes.append("answered" if report.survey_id in open_ids else "closed")
         return outcomes
-
-    @staticmethod
-    def _count(conn: psycopg.Connection, accepted: Sequence[NewReport]) -> None:
-        """Add the accepted reports' support and number to one random shard of the counters,
-        rows in key order (so two writers on one shard never deadlock)."""
-        increments: Counter[tuple[str, str, int]] = Counter()
-        added: Counter[str] = Counter()
-        for report in accepted:
-            added[report.survey_id] += 1
-            for qid, options in report.support.items():
-                for option in options:
-                    increments[(report.survey_id, qid, option)] += 1
-        if not added:
-            return
-        shard = random.randrange(SHARDS)
-        keys = sorted(increments)
-        if keys:
-            conn.execute(
-                "INSERT INTO tally_shards (survey_id, question_id, option_index, shard, support) "
-                "SELECT v.s, v.q, v.o, %s, v.n "
-                "FROM unnest(%s::text[], %s::text[], %s::integer[], %s::bigint[]) "
-                "WITH ORDINALITY AS v(s, q, o, n, i) ORDER BY v.i "
-                "ON CONFLICT (survey_id, question_id, option_index, shard) "
-                "DO UPDATE SET support = tally_shards.support + excluded.support",
-                (
-                    shard,
-                    [k[0] for k in keys],
-                    [k[1] for k in keys],
-                    [k[2] for k in keys],
-                    [increments[k] for k in keys],
-                ),
-            )
-        surveys = sorted(added)
-        conn.execute(
-            "INSERT INTO count_shards (survey_id, shard, reports) "
-            "SELECT v.s, %s, v.n FROM unnest(%s::text[], %s::bigint[]) "
-            "WITH ORDINALITY AS v(s, n, i) ORDER BY v.i "
-            "ON CONFLICT (survey_id, shard) "
-            "DO UPDATE SET reports = count_shards.reports + excluded.reports",
-            (shard, surveys, [added[s] for s in surveys]),
-        )
 
     def stored_report(self, report_id: str) -> StoredReport | None:
         row = self._one(

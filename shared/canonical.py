@@ -29,6 +29,10 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: One decoder for every parse: json.loads with a keyword builds a new decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def parse_json(text: str | bytes) -> Any:
     """One JSON value, strictly: UTF-8 bytes (RFC 8259; a BOM is skipped), NaN and Infinity
     refused, every string Unicode text (a lone surrogate escape is not), and nesting or numbers
@@ -38,8 +42,10 @@ def parse_json(text: str | bytes) -> Any:
             text = bytes(text).decode("utf-8-sig")
         except UnicodeDecodeError:
             raise JSONTextError("not UTF-8 text") from None
+    if text.startswith("\ufeff"):  # as json.loads says
+        raise JSONTextError("Unexpected UTF-8 BOM: line 1 column 1 (char 0)")
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise JSONTextError("nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, NaN, an integer of more than 4300 digits

@@ -131,6 +131,35 @@ def test_a_batch_repeating_itself_counts_once(fresh):
     assert fresh.tallies("s")[0] == 1
 
 
+def test_a_mixed_batch_gets_the_outcomes_of_storing_one_by_one(fresh):
+    for survey in ("t", "u"):
+        fresh.create_survey(survey, "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    fresh.close_survey("u", "2026-01-02T00:00:00Z")
+    fresh.add_reports([report("a", "k1")], "h")
+    outcomes = fresh.add_reports(
+        [
+            report("x", "k1"),  # k1 answered s already
+            report("x", "k2"),  # the same report_id from another key: stored now
+            report("y", "k1", survey="t"),  # k1 in another survey
+            report("z", "k3", survey="u"),  # a closed survey
+            report("x", "k2"),  # sent again in the same batch
+            report("w", "k4", option=0),
+        ],
+        "h",
+    )
+    assert outcomes == ["answered", "accepted", "accepted", "closed", "duplicate", "accepted"]
+    assert fresh.tallies("s") == (3, {"q": [1, 2]})
+    assert fresh.tallies("t") == (1, {"q": [0, 1]})
+    assert fresh.tallies("u") == (0, {"q": [0, 0]})
+    assert fresh.stored_report("x") == ("body-x", "k2", "s")
+
+
+def test_a_report_supporting_no_option_is_counted_in_n_only(fresh):
+    """An OUE report may set no bit: its transaction has no tally increment at all."""
+    assert fresh.add_reports([NewReport("a", "s", "k1", "b", {"q": ()})], "h") == ["accepted"]
+    assert fresh.tallies("s") == (1, {"q": [0, 0]})
+
+
 def test_a_closed_survey_takes_nothing_but_still_recognizes_resends(fresh):
     fresh.add_reports([report("a", "k1")], "h")
     fresh.close_survey("s", "2026-01-02T00:00:00Z")

@@ -47,6 +47,9 @@ def test_length_is_checked() -> None:
         b'{"a": "\\ud800"}',
         b'{"a": NaN}',
         b"[" * 50_000 + b"]" * 50_000,
+        b'\xef\xbb\xbf\xef\xbb\xbf{"a": 1}',  # one byte order mark is skipped, not two
+        b'{"a": 1} {"b": 2}',
+        b'{"a": Infinity}',
     ],
 )
 def test_parse_json_refuses_what_is_not_strict_utf8_json(data: bytes) -> None:

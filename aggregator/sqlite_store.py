@@ -94,6 +94,13 @@ def _schema_1(db: Database) -> None:
     )
 
 
+#: Bytes per page of a new database file (SQLite's default is 4096). Each report lands at a
+#: random place in two unique indexes (report_id; survey and key), so a commit writes a WAL
+#: frame for nearly every report it holds; larger pages hold more index entries, so a batch of
+#: reports dirties fewer pages. Measured at 24-48k reports, 500 per commit: 38-41 us of
+#: non-verify work per report against 49-56 us with 4 KiB pages; small commits cost the same.
+PAGE_SIZE = 16384
+
 #: Tally rows one UPDATE ... FROM (VALUES ...) statement increments at most (4 parameters each).
 _SUPPORT_CHUNK = 200
 #: Below this many rows, one prepared UPDATE per row (executemany) is cheaper: the VALUES
@@ -164,6 +171,7 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             if cache_mib:
                 conn.execute(f"PRAGMA cache_size = {-1024 * int(cache_mib)}")
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file's only: no-op later
             self.db = Database(conn, execute_plugins=False)
             self.db.enable_wal()
         except sqlite3.Error as exc:

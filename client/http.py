@@ -15,10 +15,10 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import requests
 import urllib3
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from requests.adapters import HTTPAdapter
 from urllib3.util import parse_url
 from urllib3.util.retry import Retry
 
+from deniable.client.deadline import Deadline, DeadlineAdapter
 from deniable.client.errors import (
     ClientError,
     EnrollmentError,
@@ -41,7 +41,8 @@ RETRY_STATUSES = (500, 502, 503, 504)
 TRANSIENT_CLIENT_STATUSES = (408, 425, 429)
 #: The most of an answer read from a server (a survey at the limits is well under 8 MiB): a
 #: hostile or broken server cannot fill the device's memory. Nor can it hold the client by
-#: trickling bytes under the read timeout: a request ends after connect + 2 x read seconds.
+#: trickling bytes (of the head or the body) under the read timeout: a request ends after
+#: connect + 2 x read seconds.
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 #: Server text kept in the ledger or shown to the respondent, at most.
 MAX_REASON = 300
@@ -90,7 +91,7 @@ def make_session() -> requests.Session:
         respect_retry_after_header=False,
     )
     session = requests.Session()
-    adapter = HTTPAdapter(max_retries=retry)
+    adapter = DeadlineAdapter(max_retries=retry)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers["User-Agent"] = f"deniable/{client_version()}"
@@ -222,15 +223,17 @@ class Api:
     ) -> requests.Response:
         url = f"{self.server}{path}"
         connect, read = self.timeout if isinstance(self.timeout, tuple) else (self.timeout,) * 2
-        deadline = time.monotonic() + connect + 2 * read
+        deadline = Deadline(time.monotonic() + connect + 2 * read)
         try:
-            response = self.session.request(
-                method, url, timeout=self.timeout, stream=True, allow_redirects=False, **kwargs
-            )
-            with response:
-                response._content = _read_limited(response, deadline)  # what .content gives
+            with deadline:
+                response = self.session.request(
+                    method, url, timeout=self.timeout, stream=True, allow_redirects=False, **kwargs
+                )
+                with response:
+                    response._content = _read_limited(response, deadline.at)  # for .content
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-            message = f"could not reach {self.server}: {describe_failure(exc)}"
+            why = "timed out" if deadline.expired else describe_failure(exc)
+            message = f"could not reach {self.server}: {why}"
             raise NetworkError(f"{message}; {advice}" if advice else message) from exc
         except _TooLarge as exc:
             raise ServerError(f"{self.server} {exc}") from None

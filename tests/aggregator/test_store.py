@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from deniable.aggregator.sqlite_store import DB_FILE, MIGRATIONS, SQLiteStore
+from deniable.aggregator.sqlite_store import DB_FILE, MIGRATIONS, PAGE_SIZE, SQLiteStore
 from deniable.aggregator.store import NewReport, StoreError
 
 
@@ -50,6 +50,25 @@ def test_migrations_bring_a_new_file_to_the_current_version_once(tmp_path):
     assert {"surveys", "reports", "tallies", "tokens", "invitations", "enrollments"} <= tables
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_a_new_file_gets_large_pages_and_an_old_one_keeps_its_own(tmp_path):
+    store = SQLiteStore.in_data_dir(tmp_path / "new")
+    store.migrate()
+    assert store.conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    store.close()
+    (tmp_path / "old").mkdir()
+    with sqlite3.connect(tmp_path / "old" / DB_FILE) as conn:  # as earlier versions made it
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("PRAGMA journal_mode = wal")
+        conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    old = SQLiteStore.in_data_dir(tmp_path / "old")
+    assert old.migrate() == len(MIGRATIONS)
+    old.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    assert old.add_reports([report("a", "k1")], "h") == ["accepted"]
+    assert old.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    old.close()
 
 
 def test_opening_a_current_database_never_waits_for_a_writer(tmp_path):

@@ -57,6 +57,31 @@ def test_a_trickled_answer_ends_at_the_deadline(home: Path) -> None:
             finished_within(30, lambda: client.fetch_survey("fake"))
 
 
+def trickled_head(handler: Any) -> None:
+    """Headers at a byte every 0.25 s for 50 s: each read is within any read timeout."""
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(200):
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.25)
+    handler.wfile.write(b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+
+
+def test_a_trickled_head_ends_at_the_deadline(home: Path) -> None:
+    with FakeAggregator({"GET /api/v1/surveys/fake": trickled_head}) as fake:
+        client = Client(fake.url, home, timeout=(1.0, 1.0))
+        with pytest.raises(ClientError, match="timed out"):
+            finished_within(30, lambda: client.fetch_survey("fake"))
+
+
+def test_a_report_answered_with_a_trickled_head_stays_queued(home: Path) -> None:
+    with FakeAggregator({post_route(): trickled_head}) as fake:
+        client = Client(fake.url, home, timeout=(1.0, 1.0))
+        receipt = finished_within(30, lambda: client.answer("fake", TRUTH))
+    assert receipt.status == "queued" and "timed out" in (receipt.reason or "")
+    assert Ledger(home).pending()[0].entry.report_id == receipt.report_id
+
+
 def test_an_answer_too_large_is_refused_unread(home: Path) -> None:
     huge = b'{"survey": "' + b"x" * (17 * 1024 * 1024) + b'"}'
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deniable.client.http import Api, make_session, normalize_url
+from deniable.client.http import Api, make_session
+from deniable.client.urls import normalize_url
 from deniable.shared import DeniableError, Survey, make_report
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.signing import generate_key

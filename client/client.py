@@ -18,10 +18,11 @@ from deniable.client.errors import (
     SurveyClosedError,
 )
 from deniable.client.explain import explain_survey
-from deniable.client.http import DEFAULT_TIMEOUT, Api, Outcome, make_session, normalize_url
+from deniable.client.http import DEFAULT_TIMEOUT, Api, Outcome, make_session
 from deniable.client.keys import KeyStore
 from deniable.client.ledger import Ledger, StoredReport
 from deniable.client.receipt import Receipt, Status
+from deniable.client.urls import normalize_url
 from deniable.shared.errors import SurveyError
 from deniable.shared.report import build_report, hour_now, randomize_answers, sign_report
 from deniable.shared.signing import public_key_text

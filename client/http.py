@@ -10,12 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import requests
 import urllib3
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from urllib3.util import parse_url
 from urllib3.util.retry import Retry
 
 from deniable.client.deadline import Deadline, DeadlineAdapter
@@ -55,24 +54,6 @@ def client_version() -> str:
         return version("deniable")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-def normalize_url(url: str) -> str:
-    """The server URL as the ledger keys it: scheme and host lower-cased, no trailing slash."""
-    text = url.strip()
-    if "://" not in text:
-        raise ClientError(f"{url!r} is not a server address; give one like http://127.0.0.1:8000")
-    try:
-        parts = urlsplit(text)
-        host, port = parse_url(text).host, parts.port
-    except ValueError:  # urllib3's LocationParseError is one too
-        host, port = None, None
-        parts = urlsplit("")
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or not host:
-        raise ClientError(f"{url!r} is not an http(s) address; give one like https://example.org")
-    if port == 0:
-        raise ClientError(f"{url!r} has no usable port; give one from 1 to 65535")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 
 def make_session() -> requests.Session:

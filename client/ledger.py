@@ -23,6 +23,7 @@ from typing import Any
 from deniable.client.errors import ClientError
 from deniable.client.keys import ensure_private_dir
 from deniable.client.receipt import LedgerEntry
+from deniable.client.urls import same_server
 
 SCHEMA_VERSION = 1
 LEDGER_FILE = "ledger.sqlite3"
@@ -70,10 +71,7 @@ class Transaction:
 
     def get(self, server: str, survey: str) -> StoredReport | None:
         """The stored report for a survey on a server, if any."""
-        row = self.conn.execute(
-            "SELECT * FROM reports WHERE server = ? AND survey = ?", (server, survey)
-        ).fetchone()
-        return _stored(row) if row else None
+        return _find(self.conn, server, survey)
 
     def spent(self) -> float:
         """Total epsilon over every survey answered on this device."""
@@ -168,10 +166,7 @@ class Ledger:
     def get(self, server: str, survey: str) -> StoredReport | None:
         """The stored report for a survey on a server, if any."""
         with self._connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM reports WHERE server = ? AND survey = ?", (server, survey)
-            ).fetchone()
-        return _stored(row) if row else None
+            return _find(conn, server, survey)
 
     def pending(self) -> list[StoredReport]:
         """Every report still waiting to be sent, oldest first."""
@@ -228,6 +223,16 @@ def _entry(row: sqlite3.Row) -> LedgerEntry:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def _find(conn: sqlite3.Connection, server: str, survey: str) -> StoredReport | None:
+    """The survey's stored report on this server, however its address was spelled when the
+    report was stored (one report per survey and server: answering again must not give a
+    second, independent randomization to average with the first)."""
+    for row in conn.execute("SELECT * FROM reports WHERE survey = ?", (survey,)).fetchall():
+        if same_server(row["server"], server):
+            return _stored(row)
+    return None
 
 
 def _stored(row: sqlite3.Row) -> StoredReport:

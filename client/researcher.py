@@ -16,7 +16,8 @@ from urllib.parse import quote
 import requests
 
 from deniable.client.errors import ClientError, NetworkError, ServerError
-from deniable.client.http import DEFAULT_TIMEOUT, describe_failure, make_session, normalize_url
+from deniable.client.http import DEFAULT_TIMEOUT, describe_failure, make_session
+from deniable.client.urls import normalize_url
 
 
 def _detail(response: requests.Response) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -57,19 +60,71 @@ _SMALL_ORDER_Y = frozenset(
 )
 
 
-def load_public_key(text: str) -> Ed25519PublicKey:
-    """A public key from its base64url text; ValueError when malformed or of small order."""
+def public_key_bytes(text: str) -> bytes:
+    """The 32 bytes of a public key's base64url text; ValueError when malformed or of small
+    order."""
     raw = b64url_decode(text, length=PUBLIC_KEY_BYTES)
     if (int.from_bytes(raw, "little") & ((1 << 255) - 1)) % _P in _SMALL_ORDER_Y:
         raise ValueError("a point of small order, not a usable Ed25519 public key")
-    return Ed25519PublicKey.from_public_bytes(raw)
+    return raw
+
+
+def load_public_key(text: str) -> Ed25519PublicKey:
+    """A public key from its base64url text; ValueError when malformed or of small order."""
+    return Ed25519PublicKey.from_public_bytes(public_key_bytes(text))
+
+
+def _openssl_verify(key: bytes, signature: bytes, message: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(key).verify(signature, message)
+    except (ValueError, InvalidSignature):
+        return False
+    return True
+
+
+@cache
+def _sodium() -> tuple[Callable[[bytes, bytes], bytes], type[Exception]] | None:
+    """libsodium's signature check (PyNaCl, which comes with the aggregator's extra), imported
+    on first use: a client-only install never needs it."""
+    try:
+        from nacl.bindings import crypto_sign_open
+        from nacl.exceptions import BadSignatureError
+    except ImportError:
+        return None
+    return crypto_sign_open, BadSignatureError
+
+
+def _sodium_verify(key: bytes, signature: bytes, message: bytes) -> bool:
+    found = _sodium()
+    if found is None:
+        raise RuntimeError("PyNaCl is not installed")
+    open_signed, bad_signature = found
+    try:
+        open_signed(signature + message, key)
+    except (bad_signature, ValueError, TypeError):
+        return False
+    return True
+
+
+def verifier() -> str:
+    """Which library checks signatures: "libsodium" where PyNaCl is installed (it verifies an
+    Ed25519 signature in about half the CPU time of OpenSSL's, 56 against 104 us here, and
+    verifying is most of ingesting a report), else "openssl"."""
+    return "openssl" if _sodium() is None else "libsodium"
+
+
+def verify_raw(key: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether `signature` is `key`'s Ed25519 signature of `message` (raw bytes)."""
+    if _sodium() is None:
+        return _openssl_verify(key, signature, message)
+    return _sodium_verify(key, signature, message)
 
 
 def verify(public_key: str, signature: str, message: bytes) -> bool:
     """Whether `signature` (base64url) is a valid signature of `message` by `public_key`."""
     try:
-        key = load_public_key(public_key)
-        key.verify(b64url_decode(signature, length=SIGNATURE_BYTES), message)
-    except (ValueError, InvalidSignature):
+        key = public_key_bytes(public_key)
+        raw_signature = b64url_decode(signature, length=SIGNATURE_BYTES)
+    except ValueError:
         return False
-    return True
+    return verify_raw(key, raw_signature, message)

@@ -10,7 +10,7 @@ BLOCKER = textwrap.dedent(
     """
     import importlib.abc, sys
 
-    BLOCKED = {"flask", "numpy", "sqlite_utils", "werkzeug", "scipy"}
+    BLOCKED = {"flask", "numpy", "sqlite_utils", "werkzeug", "scipy", "nacl"}
 
     class Blocker(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
@@ -67,3 +67,24 @@ def test_the_aggregator_command_without_its_extras_says_what_to_install() -> Non
     assert result.stderr.startswith("error: the aggregator needs its extras")
     assert "pip install 'deniable[aggregator]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_client_only_install_verifies_reports_with_openssl() -> None:
+    """PyNaCl comes with the aggregator's extra; without it the shared code verifies the same."""
+    result = run(
+        """
+        from deniable.shared import Survey, make_report, signing, verify_report
+        from deniable.shared.errors import ReportError
+        survey = Survey.from_dict({"id": "s", "title": "t", "questions": [
+            {"id": "q", "text": "?", "type": "binary", "epsilon": 1.0}]})
+        report = make_report(survey, {"q": "yes"}, signing.generate_key())
+        verify_report(report)
+        report["sent_at"] = "2020-01-01T00:00:00Z"
+        try:
+            verify_report(report)
+        except ReportError:
+            print(signing.verifier(), "nacl" in sys.modules)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "openssl False"

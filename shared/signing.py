@@ -69,11 +69,6 @@ def public_key_bytes(text: str) -> bytes:
     return raw
 
 
-def load_public_key(text: str) -> Ed25519PublicKey:
-    """A public key from its base64url text; ValueError when malformed or of small order."""
-    return Ed25519PublicKey.from_public_bytes(public_key_bytes(text))
-
-
 def _openssl_verify(key: bytes, signature: bytes, message: bytes) -> bool:
     try:
         Ed25519PublicKey.from_public_bytes(key).verify(signature, message)

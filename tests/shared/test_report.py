@@ -25,7 +25,7 @@ from deniable.shared import (
 from deniable.shared import report as report_module
 from deniable.shared.canonical import b64url_encode
 from deniable.shared.report import answer_support, check_answers, hour_now
-from deniable.shared.signing import generate_key, load_public_key, public_key_text, verify
+from deniable.shared.signing import generate_key, public_key_bytes, public_key_text, verify
 from tests.shared.conftest import DOC
 
 TRUTH = {"smokes": "no", "cannabis": "yes", "party": "B", "region": 4}
@@ -205,7 +205,7 @@ SMALL_ORDER_KEYS = [
 @pytest.mark.parametrize("key", SMALL_ORDER_KEYS)
 def test_a_small_order_public_key_is_no_key(key):
     with pytest.raises(ValueError, match="small order"):
-        load_public_key(key)
+        public_key_bytes(key)
     assert not verify(key, b64url_encode(bytes(64)), b"anything")
 
 

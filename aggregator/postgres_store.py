@@ -452,14 +452,12 @@ class PostgresStore(Store):
         return self._classify(reports, inserted, set(open_ids), stored)
 
     @staticmethod
-    def _lock_open_surveys(
-        conn: psycopg.Connection, survey_ids: list[str], *, share: bool = False
-    ) -> set[str]:
-        """Lock the surveys' rows, in id order; the open ones. Report writers `share` the lock
-        with each other; the exclusive lock (closing, repair, purge) waits for them all."""
-        mode = "FOR SHARE" if share else "FOR NO KEY UPDATE"
+    def _lock_open_surveys(conn: psycopg.Connection, survey_ids: list[str]) -> set[str]:
+        """The open ones of these surveys, once their rows are locked in id order for closing,
+        repair or purge: the lock waits for every report writer in flight, which share it
+        (in deniable_add_reports), and every later writer sees the change."""
         rows = conn.execute(
-            f"SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id {mode}",
+            "SELECT id, closed_at FROM surveys WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
             (survey_ids,),
         ).fetchall()
         return {sid for sid, closed_at in rows if closed_at is None}

@@ -28,7 +28,6 @@ class Deadline:
         self.at = at
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._expired = False
         self._timer: threading.Timer | None = None
 
     @property
@@ -40,12 +39,11 @@ class Deadline:
         """Read from `sock` from now on (shut at once when the time is already up)."""
         with self._lock:
             self._sock = sock
-            if self._expired:
+            if self.expired:
                 _shut(sock)
 
     def _expire(self) -> None:
         with self._lock:
-            self._expired = True
             _shut(self._sock)
 
     def __enter__(self) -> Deadline:

@@ -31,6 +31,12 @@ server (at 4 in flight the aggregator idles between its group commits):
   signature check releases the GIL, so the ceiling does not depend on the worker count.)
   Verifying is only part of ingesting a report, so batched ingestion approaches it, never
   passes it; here the load generator shares the same cores, which the ceiling ignores.
+- verify-only server: the batches to a plain WSGI function that parses the JSON and, for each
+  report, builds its signed bytes, decodes its key and signature and verifies it, then answers
+  a result per report, with none of the checks and no storage: an upper bound on batched
+  ingestion under these gunicorn settings on this machine, for any server that must at least
+  verify every signature. How far it stays below the verify ceiling is what HTTP, JSON,
+  gunicorn and sharing the cores cost, before any of the aggregator's own work;
 - batched CPU efficiency: (accepted reports per CPU-second the server spent) divided by
   (verifications per CPU-second): the share of the server's work that is the signature check
   itself, independent of how cores are shared with the load generator.
@@ -130,6 +136,39 @@ BARE_WSGI = textwrap.dedent(
             payload = answer.encode()
             headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
             start_response("201 Created", headers)
+            return [payload]
+
+        return app
+    """
+)
+
+
+VERIFY_ONLY = textwrap.dedent(
+    """
+    import json
+
+    from deniable.shared import signing
+    from deniable.shared.canonical import b64url_decode
+    from deniable.shared.report import canonical_report
+
+    def create_app():
+        def app(environ, start_response):
+            if environ["REQUEST_METHOD"] != "POST":  # the benchmark's readiness check
+                start_response("200 OK", [("Content-Length", "0")])
+                return [b""]
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(length))
+            results = []
+            for report in body.get("reports", [body]):
+                signed, _ = canonical_report(report)
+                key = signing.public_key_bytes(report["public_key"])
+                signature = b64url_decode(report["signature"], length=signing.SIGNATURE_BYTES)
+                ok = signing.verify_raw(key, signature, signed)
+                results.append({"report_id": report["report_id"],
+                                "result": "accepted" if ok else "rejected"})
+            payload = json.dumps({"results": results}).encode()
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+            start_response("200 OK", headers)
             return [payload]
 
         return app
@@ -340,10 +379,7 @@ def run_aggregator(
             single = {c: load(server.port, part, c) for c, part in zip(levels, parts, strict=False)}
             batched = {}
             for clients, part in zip(levels, batched_parts, strict=True):
-                batches = [
-                    json.dumps({"reports": [json.loads(b) for b in part[i : i + batch]]}).encode()
-                    for i in range(0, len(part), batch)
-                ]
+                batches = make_batches(part, batch)
                 cpu_before = process_tree_cpu(server.proc.pid)
                 batched[clients] = load(server.port, batches, clients)
                 batched[clients]["cpu_seconds"] = process_tree_cpu(server.proc.pid) - cpu_before
@@ -359,9 +395,24 @@ def run_aggregator(
         shutil.rmtree(data, ignore_errors=True)
 
 
+def make_batches(bodies: Sequence[bytes], batch: int) -> list[bytes]:
+    """The bodies as {"reports": [...]} POST bodies of `batch` reports each."""
+    return [
+        json.dumps({"reports": [json.loads(b) for b in bodies[i : i + batch]]}).encode()
+        for i in range(0, len(bodies), batch)
+    ]
+
+
 def run_bare(
-    workers: int, bodies: Sequence[bytes], levels: Sequence[int], env: dict, source: str = BARE_APP
+    workers: int,
+    bodies: Sequence[bytes],
+    levels: Sequence[int],
+    env: dict,
+    source: str = BARE_APP,
+    batch: int | None = None,
 ) -> dict:
+    """The peak rate of a bare app (`source`) over the load levels; with `batch`, the bodies
+    are sent as batches of that many reports."""
     folder = Path(tempfile.mkdtemp(prefix="deniable-bare-"))
     try:
         (folder / "bare_app.py").write_text(source)
@@ -371,6 +422,8 @@ def run_bare(
         try:
             server.wait("/")
             parts = split(bodies, len(levels))
+            if batch is not None:
+                parts = [make_batches(part, batch) for part in parts]
             return peak(
                 {c: load(server.port, part, c) for c, part in zip(levels, parts, strict=True)}
             )
@@ -444,12 +497,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     for workers in [int(w) for w in args.workers.split(",")]:
         # Rounds interleave the servers (bare, WSGI, ceiling, each backend; again), so that a
         # slow or fast spell of this shared machine falls on all of them, not on one.
-        bare_runs, wsgi_runs, ceilings = [], [], []
+        bare_runs, wsgi_runs, verify_runs, ceilings = [], [], [], []
         backend_runs: dict[str, list[dict]] = {name: [] for name, _ in backends}
         for _ in range(max(1, args.rounds)):
             bare_runs.append(run_bare(workers, bodies, levels, env))
             wsgi_runs.append(run_bare(workers, bodies, levels, env, BARE_WSGI))
             ceilings.append(verify_ceiling(cores))
+            verify_runs.append(
+                run_bare(workers, batched_bodies, levels, env, VERIFY_ONLY, batch=args.batch)
+            )
             for backend, benv in backends:
                 backend_runs[backend].append(
                     run_aggregator(workers, bodies, batched_bodies, args.batch, levels, benv)
@@ -457,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         bare = max(bare_runs, key=lambda f: f["per_second"])
         wsgi = max(wsgi_runs, key=lambda f: f["per_second"])
         ceiling = max(ceilings)
+        verify_only = max(verify_runs, key=lambda f: f["per_second"])
         for backend, _ in backends:
             runs = backend_runs[backend]
             single = max((r["single"] for r in runs), key=lambda f: f["per_second"])
@@ -475,6 +532,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "bare_wsgi": wsgi["per_second"],
                 "verify_per_core": per_core,
                 "verify_ceiling": ceiling,
+                "verify_only": verify_only["per_second"],
                 "verify_processes": cores,
                 "accepted": min(r["accepted"] for r in runs),
                 "sent": runs[0]["sent"],
@@ -482,6 +540,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             row["single_vs_bare"] = row["single"] / row["bare_flask"]
             row["single_vs_wsgi"] = row["single"] / row["bare_wsgi"]
             row["batched_vs_verify"] = row["batched"] / row["verify_ceiling"]
+            row["verify_only_vs_verify"] = row["verify_only"] / row["verify_ceiling"]
+            row["batched_vs_verify_only"] = row["batched"] / row["verify_only"]
             row["batched_per_cpu_second"] = batched["accepted"] / max(batched["cpu_seconds"], 1e-9)
             row["batched_cpu_efficiency"] = row["batched_per_cpu_second"] / per_core
             rows.append(row)
@@ -497,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     header = (
         f"{'backend':>8} {'workers':>7} {'single/s':>12} {'p50 ms':>7} {'p99 ms':>7}"
         f" {'bare/s':>11} {'ratio':>6} {'batched/s':>12} {'ceiling/s':>10} {'ratio':>6}"
-        f" {'cpu eff':>7} {'wsgi/s':>7} {'ratio':>6} {'accepted':>11}"
+        f" {'cpu eff':>7} {'v-only/s':>8} {'ratio':>6} {'wsgi/s':>7} {'ratio':>6} {'accepted':>11}"
     )
     print(header)
     for r in rows:
@@ -508,13 +568,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{r['backend']:>8} {r['workers']:>7} {single:>12} {r['single_p50_ms']:>7.2f}"
             f" {r['single_p99_ms']:>7.2f} {bare:>11} {r['single_vs_bare']:>6.2f}"
             f" {batched:>12} {r['verify_ceiling']:>10.0f} {r['batched_vs_verify']:>6.2f}"
-            f" {r['batched_cpu_efficiency']:>7.2f} {r['bare_wsgi']:>7.0f} {r['single_vs_wsgi']:>6.2f}"
+            f" {r['batched_cpu_efficiency']:>7.2f} {r['verify_only']:>8.0f}"
+            f" {r['verify_only_vs_verify']:>6.2f} {r['bare_wsgi']:>7.0f} {r['single_vs_wsgi']:>6.2f}"
             f" {r['accepted']:>5}/{r['sent']}"
         )
     print(f"ceiling = Ed25519 verifications/s of {cores} processes at once (one per core)")
     print(
         "cpu eff = batched reports per server CPU-second / verifications per CPU-second "
         "(1.0 would be a server that only verifies)"
+    )
+    print(
+        "v-only/s = batches to a server that only parses and verifies (no checks, no storage); "
+        "ratio = v-only/ceiling, the most any server verifying every report reached here"
     )
     print("wsgi/s = the bare app without Flask (a plain WSGI function); ratio = single/wsgi")
     print("targets: single/bare-Flask >= 0.60, batched/ceiling >= 0.70, p99 < 50 ms")
@@ -524,6 +589,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"ratio {peak['single_vs_bare']:.2f}, p99 {peak['single_p99_ms']:.1f} ms; "
         f"best batched ratio {max(r['batched_vs_verify'] for r in rows):.2f}, "
         f"best batched CPU efficiency {max(r['batched_cpu_efficiency'] for r in rows):.2f}"
+    )
+    print(
+        f"verify-only server: best {max(r['verify_only_vs_verify'] for r in rows):.2f} of the "
+        f"ceiling; batched/verify-only "
+        + ", ".join(f"{r['batched_vs_verify_only']:.2f}" for r in rows)
     )
     if len(backends) > 1:
         for workers in sorted({r["workers"] for r in rows}):

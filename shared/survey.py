@@ -24,6 +24,8 @@ from deniable.shared.probability import format_probability, parse_probability
 
 SURVEY_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 QUESTION_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+#: Distinct noisy answers a question remembers the supported options of (Question.support_of).
+SUPPORT_MEMO = 4096
 BINARY_OPTIONS = ("no", "yes")
 MAX_QUESTIONS = 100
 MAX_OPTIONS = 256
@@ -174,6 +176,26 @@ class Question:
     def supports(self, encoded: Encoded) -> tuple[int, ...]:
         """The option indices a valid encoded answer supports."""
         return self.randomizer.supports(encoded)
+
+    @cached_property
+    def _support_memo(self) -> dict[Encoded, tuple[int, ...]]:
+        return {}
+
+    def support_of(self, encoded: object) -> tuple[int, ...]:
+        """The options a noisy answer supports once it is checked valid (else SurveyError).
+
+        Remembered per answer (at most SUPPORT_MEMO of them): a question has few distinct
+        noisy answers (2, k, or 2^k for oue), and the aggregator checks each report's."""
+        memo = self._support_memo
+        kind = type(encoded)
+        if kind is int or kind is str:  # exactly: True == 1, but a bool is no answer
+            found = memo.get(encoded)  # type: ignore[arg-type]
+            if found is not None:
+                return found
+        support = self.randomizer.supports(self.validate(encoded))
+        if (kind is int or kind is str) and len(memo) < SUPPORT_MEMO:
+            memo[encoded] = support  # type: ignore[index]
+        return support
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved question: mechanism, its exact parameters, epsilon, p* and q*."""

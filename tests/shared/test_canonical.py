@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +23,25 @@ def test_any_text_decodes_only_when_it_is_the_canonical_encoding(text: str) -> N
     except ValueError:
         return
     assert b64url_encode(data) == text
+
+
+def test_every_last_group_decodes_only_when_it_is_the_canonical_encoding() -> None:
+    """All 64^2 + 64^3 last groups of 2 and 3 characters (after a full group), exhaustively:
+    those with unused low bits set name the same bytes as another text, and are refused."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    refused = 0
+    for tail in itertools.chain(
+        itertools.product(alphabet, repeat=2), itertools.product(alphabet, repeat=3)
+    ):
+        text = "QUJD" + "".join(tail)
+        try:
+            data = b64url_decode(text)
+        except ValueError:
+            refused += 1
+            continue
+        assert b64url_encode(data) == text
+    # 4 of 64 last characters are canonical after 1 byte (4 unused bits), 16 after 2 (2 unused)
+    assert refused == 64 * 60 + 64 * 64 * 48
 
 
 @pytest.mark.parametrize(

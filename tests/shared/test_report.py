@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from deniable.shared import (
     ReportError,
     Survey,
+    SurveyError,
     canonical_json,
     make_report,
     parse_report,
@@ -23,6 +24,7 @@ from deniable.shared import (
     signed_bytes,
 )
 from deniable.shared import report as report_module
+from deniable.shared import survey as survey_module
 from deniable.shared.canonical import b64url_encode
 from deniable.shared.report import answer_support, check_answers, hour_now
 from deniable.shared.signing import generate_key, public_key_bytes, public_key_text, verify
@@ -315,3 +317,28 @@ def test_answer_support_accepts_exactly_what_check_answers_accepts(answers):
     assert answer_support(_SURVEY, answers) == {
         qid: q.supports(answers[qid]) for qid, q in _SURVEY.questions.items()
     }
+
+
+def test_support_of_remembers_answers_but_never_takes_a_bool_for_an_option():
+    """The memo is keyed by value, and True == 1: a bool must stay refused after 1 is known."""
+    survey = Survey.from_dict(DOC)
+    smokes = survey.questions["smokes"]
+    assert smokes.support_of(1) == (1,)
+    assert smokes.support_of(1) is smokes.support_of(1)  # remembered
+    for value in (True, False, 1.0):
+        with pytest.raises(SurveyError):
+            smokes.support_of(value)
+    with pytest.raises(ReportError, match="smokes"):
+        answer_support(survey, {**{q: 0 for q in survey.questions}, "smokes": True})
+
+
+def test_support_of_remembers_at_most_support_memo_answers(monkeypatch):
+    survey = Survey.from_dict(DOC)
+    region = survey.questions["region"]
+    monkeypatch.setattr(survey_module, "SUPPORT_MEMO", 3)
+    answers = [format(i, f"0{region.k}b") for i in range(6)]
+    for bits in answers:
+        assert region.support_of(bits) == tuple(i for i, c in enumerate(bits) if c == "1")
+    assert len(region._support_memo) == 3
+    with pytest.raises(SurveyError):
+        region.support_of("2" * region.k)

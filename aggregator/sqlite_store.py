@@ -94,12 +94,15 @@ def _schema_1(db: Database) -> None:
     )
 
 
-#: Bytes per page of a new database file (SQLite's default is 4096). Each report lands at a
-#: random place in two unique indexes (report_id; survey and key), so a commit writes a WAL
-#: frame for nearly every report it holds; larger pages hold more index entries, so a batch of
-#: reports dirties fewer pages. Measured at 24-48k reports, 500 per commit: 38-41 us of
-#: non-verify work per report against 49-56 us with 4 KiB pages; small commits cost the same.
-PAGE_SIZE = 16384
+#: Bytes per page of a new database file: SQLite's default, 4 KiB. Each report lands at a random
+#: place in two unique indexes (report_id; survey and key), so a commit writes a WAL frame of a
+#: page for nearly every index entry it adds once a survey is large, and for every page a small
+#: commit touches: larger pages write more bytes for the same entries. Measured with
+#: store.add_reports on one connection, 16 KiB pages were cheaper only for 500-report batches on
+#: tables under ~150k reports (9 against 15 us a report at 40k), and dearer past ~200k (43-44
+#: against 37-39 us at 400-480k) and for commits of 4 reports at every size (79-106 against
+#: 66-89 us); under gunicorn, 4 KiB pages cut the kernel time of single reports by ~20%.
+PAGE_SIZE = 4096
 
 #: Tally rows one UPDATE ... FROM (VALUES ...) statement increments at most (4 parameters each).
 _SUPPORT_CHUNK = 200

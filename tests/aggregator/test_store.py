@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -52,14 +54,14 @@ def test_migrations_bring_a_new_file_to_the_current_version_once(tmp_path):
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
-def test_a_new_file_gets_large_pages_and_an_old_one_keeps_its_own(tmp_path):
+def test_a_new_file_gets_4_kib_pages_and_an_old_one_keeps_its_own(tmp_path):
     store = SQLiteStore.in_data_dir(tmp_path / "new")
     store.migrate()
-    assert store.conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    assert store.conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 4096
     store.close()
     (tmp_path / "old").mkdir()
-    with sqlite3.connect(tmp_path / "old" / DB_FILE) as conn:  # as earlier versions made it
-        conn.execute("PRAGMA page_size = 4096")
+    with sqlite3.connect(tmp_path / "old" / DB_FILE) as conn:  # as an earlier version made it
+        conn.execute("PRAGMA page_size = 16384")
         conn.execute("PRAGMA journal_mode = wal")
         conn.execute("CREATE TABLE t (x)")
     conn.close()
@@ -67,8 +69,36 @@ def test_a_new_file_gets_large_pages_and_an_old_one_keeps_its_own(tmp_path):
     assert old.migrate() == len(MIGRATIONS)
     old.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
     assert old.add_reports([report("a", "k1")], "h") == ["accepted"]
-    assert old.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert old.conn.execute("PRAGMA page_size").fetchone()[0] == 16384
     old.close()
+
+
+def test_the_documented_page_size_conversion_keeps_every_report(tmp_path):
+    """docs/operations.md's recipe, statement by statement, on a 16 KiB file with reports."""
+    (tmp_path / "d").mkdir()
+    path = tmp_path / "d" / DB_FILE
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA page_size = 16384")
+        conn.execute("PRAGMA journal_mode = wal")
+    conn.close()
+    store = SQLiteStore.in_data_dir(tmp_path / "d")
+    store.migrate()
+    store.create_survey("s", "{}", "h" * 64, {"q": 2}, "2026-01-01T00:00:00Z")
+    assert store.add_reports([report("a", "k1"), report("b", "k2")], "h") == ["accepted"] * 2
+    store.close()
+    recipe = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    statements = re.search(r"sqlite3 deniable\.db '([^']*)'", recipe.replace("\n  ", " "))
+    assert statements is not None
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in statements.group(1).split(";"):
+        conn.execute(statement)
+    conn.close()
+    store = SQLiteStore.in_data_dir(tmp_path / "d")
+    assert store.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.tallies("s") == (2, {"q": [0, 2]})
+    assert store.stored_report("b") is not None
+    store.close()
 
 
 def test_opening_a_current_database_never_waits_for_a_writer(tmp_path):

@@ -187,13 +187,13 @@ class Question:
         Remembered per answer (at most SUPPORT_MEMO of them): a question has few distinct
         noisy answers (2, k, or 2^k for oue), and the aggregator checks each report's."""
         memo = self._support_memo
-        kind = type(encoded)
-        if kind is int or kind is str:  # exactly: True == 1, but a bool is no answer
-            found = memo.get(encoded)  # type: ignore[arg-type]
-            if found is not None:
-                return found
+        # Exact types only: True == 1, but a bool is no answer.
+        keyed = type(encoded) is int or type(encoded) is str
+        found = memo.get(encoded) if keyed else None  # type: ignore[call-overload]
+        if found is not None:
+            return found
         support = self.randomizer.supports(self.validate(encoded))
-        if (kind is int or kind is str) and len(memo) < SUPPORT_MEMO:
+        if keyed and len(memo) < SUPPORT_MEMO:
             memo[encoded] = support  # type: ignore[index]
         return support
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    from deniable.aggregator.analyze import analyze
-    from deniable.aggregator.app import create_app
+    from deniable.aggregator.stats.analyze import analyze
+    from deniable.aggregator.web.app import create_app
 except ImportError as _missing:  # a client-only install: say what to add, on first use
     _reason = str(_missing)
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the operator CLI, or say which install it needs."""
     try:
-        from deniable.aggregator.cli import main as cli_main
+        from deniable.aggregator.cli.core import main as cli_main
     except ImportError as exc:
         missing = exc.name or "a dependency"
         sys.stderr.write(

@@ -11,8 +11,8 @@ import json
 from importlib import resources
 from typing import Any
 
-from deniable.aggregator import simulate
-from deniable.aggregator.simulate import Sent
+from deniable.aggregator.stats import simulate
+from deniable.aggregator.stats.simulate import Sent
 
 DEMO_RESPONDENTS = 3000
 BATCH = 1000

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal, NamedTuple
 
-from deniable.aggregator.commit import GroupCommitter
 from deniable.aggregator.store import (
     PURGED_BODY,
     NewReport,
@@ -27,6 +26,7 @@ from deniable.aggregator.store import (
     SurveyRecord,
     resend_outcome,
 )
+from deniable.aggregator.store.commit import GroupCommitter
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (

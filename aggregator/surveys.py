@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from deniable.aggregator import credentials
-from deniable.aggregator.estimate import results_document
 from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.stats.estimate import results_document
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json

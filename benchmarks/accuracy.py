@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.estimate import option_stats, results_document, z_value
+from deniable.aggregator.stats.estimate import option_stats, results_document, z_value
 from deniable.shared import Survey
 from deniable.shared.survey import Question
 

@@ -21,7 +21,7 @@ server (at 4 in flight the aggregator idles between its group commits):
 - bare Flask: the same single-report bodies to a Flask app that only parses the JSON and
   answers 201, under the same gunicorn settings and load (the issue's baseline);
 - bare WSGI: the same, from a plain WSGI function without Flask. The aggregator answers
-  report POSTs straight from WSGI too (aggregator/report_endpoint.py), so this is the
+  report POSTs straight from WSGI too (aggregator/web/report_endpoint.py), so this is the
   stricter comparison, printed for it;
 - verify: Ed25519 verifications/s of one process alone (one core's worth, "verify/core"), with
   the verifier the aggregator uses (libsodium through PyNaCl; OpenSSL's rate is printed beside

@@ -4,7 +4,7 @@
 
 - worker_class "gthread": each worker process serves DENIABLE_THREADS requests at once on
   threads. Checking and verifying a report is per-thread work, and the threads of a process
-  share one SQLite transaction (group commit, aggregator/commit.py): concurrent reports cost
+  share one SQLite transaction (group commit, aggregator/store/commit.py): concurrent reports cost
   one fsync, not one each, and each is answered only after its transaction commits.
 - workers: DENIABLE_WORKERS, else WEB_CONCURRENCY, else one per CPU core. Every worker opens
   its own connections to the one SQLite file (WAL), so any number of workers is safe; more

@@ -51,7 +51,7 @@ def test_every_cli_command_is_documented_in_the_readme(program):
     if program == "deniable":
         from deniable.client.cli import cli as group
     else:
-        from deniable.aggregator.cli import cli as group
+        from deniable.aggregator.cli.core import cli as group
     readme = (ROOT / "README.md").read_text("utf-8")
     commands = _commands(group)
     assert len(commands) >= 4

@@ -12,9 +12,9 @@ from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.db import get_store
-from deniable.aggregator.sqlite_store import SQLiteStore
 from deniable.aggregator.store import Store
+from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
@@ -106,7 +106,7 @@ def store(tmp_path, database_url: str | None) -> Iterator[Store]:
     if database_url is None:
         store: Store = SQLiteStore.in_data_dir(tmp_path / "store")
     else:
-        from deniable.aggregator.postgres_store import PostgresStore, close_pools
+        from deniable.aggregator.store.postgres import PostgresStore, close_pools
 
         store = PostgresStore(database_url)
     store.migrate()

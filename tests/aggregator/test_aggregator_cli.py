@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.cli import cli
-from deniable.aggregator.db import get_store
+from deniable.aggregator.cli.core import cli
 from deniable.aggregator.demo import demo_survey_doc
+from deniable.aggregator.store.pool import get_store
 
 AGGREGATOR = Path(sys.executable).parent / "deniable-aggregator"
 

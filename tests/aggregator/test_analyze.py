@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from deniable.aggregator import analyze
-from deniable.aggregator.analyze import tally
-from deniable.aggregator.estimate import results_document
+from deniable.aggregator.stats import analyze
+from deniable.aggregator.stats.analyze import tally
+from deniable.aggregator.stats.estimate import results_document
 from deniable.shared import ReportError, Survey, make_report
 from deniable.shared.signing import generate_key
 
@@ -154,8 +154,8 @@ def test_the_package_exports_the_function_not_its_module() -> None:
     whichever was imported first."""
     import importlib
 
-    importlib.import_module("deniable.aggregator.analyze")
+    importlib.import_module("deniable.aggregator.stats.analyze")
     import deniable.aggregator
 
-    assert callable(deniable.aggregator.analyze)
+    assert callable(deniable.aggregator.stats.analyze)
     assert callable(deniable.aggregator.create_app)

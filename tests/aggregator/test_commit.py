@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from deniable.aggregator.commit import GroupCommitter
-from deniable.aggregator.sqlite_store import SQLiteStore
 from deniable.aggregator.store import NewReport, StoreError, StoreOutcome
+from deniable.aggregator.store.commit import GroupCommitter
+from deniable.aggregator.store.sqlite import SQLiteStore
 
 THREADS = 16
 PER_THREAD = 40
@@ -252,7 +252,7 @@ def test_a_leader_waits_no_longer_than_max_wait(data_dir):
 def test_a_workers_commits_go_through_one_writer_with_the_large_cache(
     app, auth, survey_doc, report_for
 ):
-    from deniable.aggregator.report_endpoint import COMMITTER
+    from deniable.aggregator.web.report_endpoint import COMMITTER
     from deniable.shared import Survey
 
     client = app.test_client()

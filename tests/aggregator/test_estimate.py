@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.estimate import (
+from deniable.aggregator.stats.estimate import (
     CSV_COLUMNS,
     em_share,
     option_stats,

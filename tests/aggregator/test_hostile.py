@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from deniable.aggregator import create_app
 from deniable.aggregator.ingest import ingest
-from deniable.aggregator.sqlite_store import SQLiteStore
+from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import ReportError, Survey, make_report, parse_report
 from deniable.shared.report import check_structure

@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.db import get_store
+from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey
 from tests.aggregator.conftest import SURVEY_DOC, TOKEN
@@ -121,7 +121,7 @@ def test_dashboard_security_headers(client):
 def test_templates_have_no_inline_script_or_style():
     from importlib import resources
 
-    folder = resources.files("deniable.aggregator").joinpath("templates")
+    folder = resources.files("deniable.aggregator.web").joinpath("templates")
     for page in folder.iterdir():
         text = page.read_text("utf-8")
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), page.name

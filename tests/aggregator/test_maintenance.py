@@ -11,11 +11,11 @@ import pytest
 from flask import Flask
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.analyze import tally
-from deniable.aggregator.cli import cli
-from deniable.aggregator.db import get_store
+from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
-from deniable.aggregator.retention import RetentionTimer
+from deniable.aggregator.stats.analyze import tally
+from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.store.retention import RetentionTimer
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey, hour_now, sign_report
 from deniable.shared.signing import generate_key

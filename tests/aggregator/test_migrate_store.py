@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator.sqlite_store import SQLiteStore
+from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
 from tests.aggregator.conftest import SURVEY_DOC
 from tests.conftest import AGGREGATOR
 
 pytest.importorskip("psycopg")
-from deniable.aggregator.postgres_store import PostgresStore, close_pools
+from deniable.aggregator.store.postgres import PostgresStore, close_pools
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import deniable.aggregator
 
-DOC = Path(deniable.aggregator.__file__).parent / "openapi.json"
+DOC = Path(deniable.aggregator.__file__).parent / "web" / "openapi.json"
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 
 

@@ -10,7 +10,7 @@ import pytest
 from deniable.aggregator.store import NewReport, StoreError, open_store
 
 psycopg = pytest.importorskip("psycopg")
-from deniable.aggregator.postgres_store import (  # noqa: E402
+from deniable.aggregator.store.postgres import (  # noqa: E402
     MIGRATIONS,
     PostgresStore,
     close_pools,
@@ -191,7 +191,7 @@ def test_writers_share_the_survey_lock_and_a_close_waits_for_them(url):
 
 
 def test_the_sharding_migration_keeps_the_totals(url, monkeypatch):
-    import deniable.aggregator.postgres_store as postgres_store
+    import deniable.aggregator.store.postgres as postgres_store
 
     store = PostgresStore(url)
     monkeypatch.setattr(postgres_store, "MIGRATIONS", MIGRATIONS[:2])

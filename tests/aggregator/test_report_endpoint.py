@@ -13,9 +13,9 @@ from flask import Flask, request_started
 from gunicorn.http.errors import NoMoreData
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.db import get_store
-from deniable.aggregator.report_endpoint import ReportEndpoint
+from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.report_endpoint import ReportEndpoint
 from deniable.shared import Survey, make_report, sign_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import TOKEN, TRUTH
@@ -192,7 +192,7 @@ def test_an_unexpected_error_is_a_logged_500_without_internals(
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr("deniable.aggregator.report_endpoint.ingest", boom)
+    monkeypatch.setattr("deniable.aggregator.web.report_endpoint.ingest", boom)
     body = json.dumps(make_report(Survey.from_dict(survey_doc), TRUTH, generate_key()))
     for app in apps:
         with caplog.at_level(logging.ERROR):

@@ -6,7 +6,7 @@ import stat
 import threading
 from pathlib import Path
 
-from deniable.aggregator.app import SECRET_KEY_FILE, load_or_create_secret_key
+from deniable.aggregator.web.app import SECRET_KEY_FILE, load_or_create_secret_key
 
 
 def race(data_dir: Path, threads: int) -> list[str | BaseException]:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator.sqlite_store import DB_FILE, MIGRATIONS, PAGE_SIZE, SQLiteStore
 from deniable.aggregator.store import NewReport, StoreError
+from deniable.aggregator.store.sqlite import DB_FILE, MIGRATIONS, PAGE_SIZE, SQLiteStore
 
 
 def report(rid: str, key: str = "pk", body: str | None = None, survey: str = "s", option: int = 1):
@@ -297,8 +297,8 @@ def test_concurrent_writers_lose_and_double_count_nothing(tmp_path):
 
 
 def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
-    from deniable.aggregator import recount
     from deniable.aggregator.ingest import ingest
+    from deniable.aggregator.store import recount
 
     for _ in range(5):
         ingest(store, report_for(survey))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.aggregator.charts import question_chart
+from deniable.aggregator.web.charts import question_chart
 
 
 def entry(estimate: float, low: float, high: float) -> dict:

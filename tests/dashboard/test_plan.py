@@ -7,8 +7,8 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator import planning
-from deniable.aggregator.cli import cli
+from deniable.aggregator.cli.core import cli
+from deniable.aggregator.stats import planning
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from deniable.aggregator.analyze import tally
+from deniable.aggregator.stats.analyze import tally
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 

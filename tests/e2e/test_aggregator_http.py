@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from deniable.aggregator import analyze
+from deniable.aggregator.stats import analyze
 from deniable.client import Client
 from deniable.shared import Survey, make_report, sign_report
 from deniable.shared.signing import generate_key

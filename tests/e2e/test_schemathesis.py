@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.db import get_store
+from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
 from tests.aggregator.conftest import SURVEY_DOC
 

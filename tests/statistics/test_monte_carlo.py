@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deniable.aggregator.estimate import em_share, option_stats, results_document, z_value
+from deniable.aggregator.stats.estimate import em_share, option_stats, results_document, z_value
 from deniable.shared import Survey
 from deniable.shared.survey import Question
 

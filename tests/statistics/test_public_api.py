@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.aggregator import analyze
+from deniable.aggregator.stats import analyze
 from deniable.shared import Survey, build_report
 from deniable.shared.signing import generate_key
 

@@ -12,8 +12,8 @@ import time
 
 from flask import Flask
 
-from deniable.aggregator import recount
-from deniable.aggregator.db import EXTENSION as STORES
+from deniable.aggregator.store import recount
+from deniable.aggregator.store.pool import EXTENSION as STORES
 
 INTERVAL_SECONDS = 3600.0
 #: Where the app keeps its RetentionTimer (when retention is on).

@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import click
 
-from deniable.aggregator import planning, simulate
+from deniable.aggregator.stats import planning, simulate
 from deniable.shared.errors import DeniableError
 
 
@@ -88,7 +88,7 @@ def simulate_command(
     token: str | None,
 ) -> None:
     """Post real signed reports from simulated respondents, then show truth beside estimate."""
-    from deniable.aggregator.analyze import analyze
+    from deniable.aggregator.stats.analyze import analyze
     from deniable.client.researcher import Researcher
 
     if not 0 < confidence < 1:

@@ -25,12 +25,12 @@ from typing import Any
 
 from flask import Flask
 
-from deniable.aggregator import problems, retention
-from deniable.aggregator.commit import GroupCommitter
-from deniable.aggregator.db import EXTENSION as STORES
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
-from deniable.aggregator.problems import Problem
-from deniable.aggregator.store import Store, open_store
+from deniable.aggregator.store import Store, open_store, retention
+from deniable.aggregator.store.commit import GroupCommitter
+from deniable.aggregator.store.pool import EXTENSION as STORES
+from deniable.aggregator.web import problems
+from deniable.aggregator.web.problems import Problem
 from deniable.shared.canonical import JSONTextError, parse_json
 
 PATH = "/api/v1/reports"

@@ -11,10 +11,12 @@ from typing import Any
 
 from flask import Flask
 
-from deniable.aggregator import api, db, problems, report_endpoint, retention
 from deniable.aggregator import config as settings
-from deniable.aggregator.dashboard import init_dashboard
-from deniable.aggregator.limits import init_limits
+from deniable.aggregator.store import pool as db
+from deniable.aggregator.store import retention
+from deniable.aggregator.web import api, problems, report_endpoint
+from deniable.aggregator.web.dashboard import init_dashboard
+from deniable.aggregator.web.limits import init_limits
 
 SECRET_KEY_FILE = "secret_key"
 

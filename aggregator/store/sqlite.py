@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from deniable.aggregator.store import (
+from deniable.aggregator.store.base import (
     PURGED_BODY,
     BodyCounter,
     EnrollOutcome,

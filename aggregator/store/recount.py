@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from deniable.aggregator.analyze import tally
-from deniable.aggregator.store import BodyCounter, Recount, Store, StoreError
+from deniable.aggregator.stats.analyze import tally
+from deniable.aggregator.store.base import BodyCounter, Recount, Store, StoreError
 from deniable.shared.report import hour_now
 from deniable.shared.survey import Survey
 

@@ -12,8 +12,8 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from deniable.aggregator import recount
-from deniable.aggregator.db import existing_store
+from deniable.aggregator.store import recount
+from deniable.aggregator.store.pool import existing_store
 from deniable.shared.errors import DeniableError
 
 F = TypeVar("F", bound=Callable[..., Any])

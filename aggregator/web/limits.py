@@ -24,7 +24,7 @@ from flask_limiter.util import get_remote_address
 from limits import parse_many
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from deniable.aggregator.problems import Problem, problem_response
+from deniable.aggregator.web.problems import Problem, problem_response
 
 EXTENSION = "deniable.limiter"
 #: Endpoints whose POSTs are limited per address and per public key.

@@ -7,7 +7,7 @@ from typing import Any
 from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from deniable.aggregator.problems import Problem
+from deniable.aggregator.web.problems import Problem
 from deniable.shared.canonical import JSONTextError, parse_json
 
 

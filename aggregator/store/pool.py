@@ -17,7 +17,7 @@ from typing import Any
 
 from flask import Flask, current_app, g
 
-from deniable.aggregator.store import Store, StoreError, open_store
+from deniable.aggregator.store.base import Store, StoreError, open_store
 
 EXTENSION = "deniable.stores"
 POOL_SIZE = 16
@@ -83,7 +83,7 @@ def existing_store(survey: str | None = None) -> Store:
     StoreError when the SQLite file is missing, so a mistyped DENIABLE_DATA_DIR does not
     become a new, empty database."""
     if not current_app.config.get("DATABASE_URL"):
-        from deniable.aggregator.sqlite_store import DB_FILE
+        from deniable.aggregator.store.sqlite import DB_FILE
 
         path = Path(current_app.config["DATA_DIR"]) / DB_FILE
         if not path.is_file():

@@ -37,14 +37,14 @@ from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
-from deniable.aggregator import planning
 from deniable.aggregator import surveys as actions
-from deniable.aggregator.charts import question_chart
 from deniable.aggregator.credentials import digest
-from deniable.aggregator.db import get_store
-from deniable.aggregator.estimate import results_csv, results_document
 from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.stats import planning
+from deniable.aggregator.stats.estimate import results_csv, results_document
 from deniable.aggregator.store import SurveyRecord
+from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.web.charts import question_chart
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.survey import format_timestamp
@@ -86,7 +86,7 @@ class _SessionInterface(SecureCookieSessionInterface):
             return self.make_null_session(app)
         if not app.secret_key:
             # The session opens before any before_request hook could load the key.
-            from deniable.aggregator.app import load_or_create_secret_key
+            from deniable.aggregator.web.app import load_or_create_secret_key
 
             app.secret_key = load_or_create_secret_key(Path(app.config["DATA_DIR"]))
         return super().open_session(app, request)

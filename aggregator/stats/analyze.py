@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from deniable.aggregator.estimate import results_document, z_value
+from deniable.aggregator.stats.estimate import results_document, z_value
 from deniable.shared import ReportError, Survey, canonical_json
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.report import check_answers, parse_report, verify_report

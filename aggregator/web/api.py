@@ -8,13 +8,14 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import report_endpoint, surveys
-from deniable.aggregator.auth import researcher_required
-from deniable.aggregator.bodies import json_body
-from deniable.aggregator.db import get_store, provider
-from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.problems import Problem
+from deniable.aggregator import surveys
+from deniable.aggregator.stats.estimate import results_csv
 from deniable.aggregator.store import StoreError
+from deniable.aggregator.store.pool import get_store, provider
+from deniable.aggregator.web import report_endpoint
+from deniable.aggregator.web.auth import researcher_required
+from deniable.aggregator.web.bodies import json_body
+from deniable.aggregator.web.problems import Problem
 from deniable.shared.errors import SurveyError
 
 bp = Blueprint("api", __name__)
@@ -33,7 +34,7 @@ def healthz() -> Any:
 @bp.get("/api/v1/openapi.json")
 def openapi() -> Response:
     """The OpenAPI 3.1 description of this API."""
-    text = resources.files("deniable.aggregator").joinpath("openapi.json").read_text("utf-8")
+    text = resources.files("deniable.aggregator.web").joinpath("openapi.json").read_text("utf-8")
     return Response(text, mimetype="application/json")
 
 

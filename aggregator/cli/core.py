@@ -18,11 +18,13 @@ import click
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from deniable.aggregator import commands, credentials, demo, maintenance, migrate_store, surveys
-from deniable.aggregator.app import create_app
-from deniable.aggregator.db import existing_store, get_store
-from deniable.aggregator.estimate import results_csv
-from deniable.aggregator.serving import bind, serve
+from deniable.aggregator import credentials, demo, surveys
+from deniable.aggregator.cli import maintenance, research
+from deniable.aggregator.stats.estimate import results_csv
+from deniable.aggregator.store import migrate as migrate_store
+from deniable.aggregator.store.pool import existing_store, get_store
+from deniable.aggregator.web.app import create_app
+from deniable.aggregator.web.serving import bind, serve
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
 
@@ -264,10 +266,10 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
         server.server_close()
 
 
-cli.add_command(commands.plan_command)
+cli.add_command(research.plan_command)
 for _command in maintenance.COMMANDS:
     cli.add_command(_command)
-cli.add_command(commands.simulate_command)
+cli.add_command(research.simulate_command)
 cli.add_command(migrate_store.migrate_store_command)
 
 

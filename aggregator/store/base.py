@@ -210,7 +210,7 @@ def open_store(config: Mapping[str, Any], *, writer: bool = False) -> Store:
     url = config.get("DATABASE_URL")
     if url:
         return _open_url(url, config)
-    from deniable.aggregator.sqlite_store import SQLiteStore
+    from deniable.aggregator.store.sqlite import SQLiteStore
 
     return SQLiteStore.in_data_dir(
         config["DATA_DIR"],
@@ -228,7 +228,7 @@ def _open_url(url: str, config: Mapping[str, Any]) -> Store:
             "supported; unset it to use SQLite under DENIABLE_DATA_DIR"
         )
     try:
-        from deniable.aggregator.postgres_store import PostgresStore
+        from deniable.aggregator.store.postgres import PostgresStore
     except ImportError:
         raise StoreError(
             "DENIABLE_DATABASE_URL names PostgreSQL, but psycopg is not installed: "

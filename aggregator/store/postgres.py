@@ -29,7 +29,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deniable.aggregator.store import (
+from deniable.aggregator.store.base import (
     PURGED_BODY,
     BodyCounter,
     EnrollOutcome,

@@ -17,13 +17,13 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from deniable.aggregator import recount
-from deniable.aggregator.sqlite_store import DB_FILE, SQLiteStore
-from deniable.aggregator.store import StoreError
+from deniable.aggregator.store import recount
+from deniable.aggregator.store.base import StoreError
+from deniable.aggregator.store.sqlite import DB_FILE, SQLiteStore
 from deniable.shared.errors import DeniableError
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported only when migrating
-    from deniable.aggregator.postgres_store import PostgresStore
+    from deniable.aggregator.store.postgres import PostgresStore
 
 #: Tables and the columns copied, in an order the foreign keys allow.
 COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -50,7 +50,7 @@ class Copied:
 
 def migrate(data_dir: Path, url: str) -> Copied:
     """Copy the SQLite store in `data_dir` into the empty PostgreSQL database at `url`, verified."""
-    from deniable.aggregator.postgres_store import PostgresStore, describe
+    from deniable.aggregator.store.postgres import PostgresStore, describe
 
     path = Path(data_dir) / DB_FILE
     if not path.exists():

@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from deniable.aggregator.store import NewReport, Store, StoreError, StoreOutcome
+from deniable.aggregator.store.base import NewReport, Store, StoreError, StoreOutcome
 
 #: Reports one leader stores at most in one transaction (bounds the write lock's hold time).
 MAX_GROUP_REPORTS = 5000

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from deniable.aggregator.estimate import upper_quantile
+from deniable.aggregator.stats.estimate import upper_quantile
 from deniable.shared.mechanisms import (
     MAX_EPSILON,
     MIN_EPSILON,

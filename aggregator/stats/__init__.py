@@ -1,0 +1,11 @@
+"""Statistics: estimates with intervals from tallies, offline re-analysis of exported reports,
+survey planning and simulated respondents.
+
+Pure computation over tallies and report dicts (numpy); the mechanism math itself lives once in
+`deniable.shared`.
+"""
+
+from deniable.aggregator.stats.analyze import analyze
+from deniable.aggregator.stats.estimate import results_csv, results_document
+
+__all__ = ["analyze", "results_csv", "results_document"]

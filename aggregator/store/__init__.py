@@ -1,0 +1,36 @@
+"""Storage: the store interface and its SQLite and PostgreSQL backends, schema migrations, the
+group commit that batches concurrent reports into one transaction, the per-app pool of stores,
+tally recounts, retention and the SQLite-to-PostgreSQL copy.
+
+Everything that knows SQL lives here; the rest of the aggregator sees only `Store`.
+"""
+
+from deniable.aggregator.store.base import (
+    PURGED_BODY,
+    BodyCounter,
+    EnrollOutcome,
+    NewReport,
+    Recount,
+    Store,
+    StoredReport,
+    StoreError,
+    StoreOutcome,
+    SurveyRecord,
+    open_store,
+    resend_outcome,
+)
+
+__all__ = [
+    "PURGED_BODY",
+    "EnrollOutcome",
+    "BodyCounter",
+    "NewReport",
+    "Recount",
+    "Store",
+    "StoreError",
+    "StoreOutcome",
+    "StoredReport",
+    "SurveyRecord",
+    "open_store",
+    "resend_outcome",
+]

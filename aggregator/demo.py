@@ -2,7 +2,7 @@
 
 Each simulated respondent randomizes and signs on "its device" exactly as a real client does
 (make_report), and the reports reach the served aggregator over HTTP through the client's
-HTTP layer (see simulate.py).
+HTTP layer (see stats/simulate.py).
 """
 
 from __future__ import annotations

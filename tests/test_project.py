@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +59,41 @@ def test_every_cli_command_is_documented_in_the_readme(program):
     assert len(commands) >= 4
     missing = [c for c in commands if f"{program} {c}" not in readme]
     assert not missing, f"README.md does not show: {', '.join(f'{program} {c}' for c in missing)}"
+
+
+SUBPACKAGES = ("cli", "stats", "store", "web")
+
+
+def test_the_aggregator_is_grouped_by_concern():
+    folder = ROOT / "aggregator"
+    modules = sorted(p.name for p in folder.glob("*.py"))
+    assert len(modules) <= 12, modules
+    for name in SUBPACKAGES:
+        init = folder / name / "__init__.py"
+        assert init.is_file(), f"aggregator/{name}/ is not a package"
+        doc = ast.get_docstring(ast.parse(init.read_text("utf-8")))
+        assert doc and len(doc) > 40, f"aggregator/{name}/__init__.py says nothing of its room"
+
+
+def test_the_readme_architecture_names_every_aggregator_module():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme.split("### Architecture of the aggregator", 1)[1].split("\n## ", 1)[0]
+    folder = ROOT / "aggregator"
+    missing = [
+        str(p.relative_to(folder))
+        for p in sorted(folder.glob("**/*.py"))
+        if p.name != "__init__.py" and p.name not in section
+    ]
+    assert not missing, f"README's architecture does not place: {', '.join(missing)}"
+
+
+def test_only_the_store_speaks_sql():
+    """SQL statements live in store/ alone: the web, stats and CLI rooms go through Store."""
+    statement = re.compile(r"\b(SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM)\b")
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "aggregator").glob("**/*.py"))
+        if "store" not in p.relative_to(ROOT / "aggregator").parts[:1]
+        and statement.search(p.read_text("utf-8"))
+    ]
+    assert not offenders, offenders

@@ -1,7 +1,7 @@
 """The storage interface: the few operations the aggregator needs, whatever database is behind it.
 
-SQLite (sqlite_store.py) implements it; a server database can implement the same class for
-deployments that outgrow one machine. Every method is one short transaction; the one that
+SQLite (sqlite.py) and PostgreSQL (postgres.py) implement it, over the statements they share
+in sql.py, so a third backend writes only its own SQL. Every method is one short transaction; the one that
 writes reports takes the write lock up front and stores a batch, its tally increments and the
 report counts together, so an accepted report is never lost or counted twice.
 """

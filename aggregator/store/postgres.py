@@ -21,27 +21,21 @@ import os
 import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from itertools import count as counter
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deniable.aggregator.store.base import (
-    PURGED_BODY,
-    BodyCounter,
-    EnrollOutcome,
     NewReport,
-    Recount,
-    Store,
     StoredReport,
     StoreError,
     StoreOutcome,
-    SurveyRecord,
     resend_outcome,
 )
+from deniable.aggregator.store.sql import SQLStore, support_by_question
 
 #: The advisory lock key migrations run under ("deniable" in ASCII, as a bigint).
 MIGRATION_LOCK = 0x64656E6961626C65
@@ -270,21 +264,7 @@ def close_pools() -> None:
         pool.close()
 
 
-class _Rollback(Exception):
-    """Raised inside a transaction to undo it and answer `outcome`."""
-
-    def __init__(self, outcome: str):
-        self.outcome = outcome
-
-
-def _support(rows: Sequence[tuple[str, int, int]]) -> dict[str, list[int]]:
-    support: dict[str, list[int]] = {}
-    for qid, _, value in rows:
-        support.setdefault(qid, []).append(value)
-    return support
-
-
-class PostgresStore(Store):
+class PostgresStore(SQLStore):
     """The Store on a PostgreSQL database; cheap to make (the process's pool is shared)."""
 
     def __init__(self, url: str, *, timeout: float = 10.0):
@@ -319,9 +299,23 @@ class PostgresStore(Store):
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
-    def _one(self, query: str, args: Sequence[object] = ()) -> tuple | None:
-        with self._conn() as conn:
-            return conn.execute(query, args).fetchone()
+    def _query(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._conn()
+
+    def _read(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._tx(snapshot=True)
+
+    def _write(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._tx()
+
+    def _sql(self, query: str) -> str:
+        return query.replace("?", "%s")
+
+    def _executemany(
+        self, conn: psycopg.Connection, query: str, rows: Sequence[Sequence[object]]
+    ) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(self._sql(query), rows)
 
     # lifecycle
     def schema_version(self) -> int:
@@ -360,51 +354,8 @@ class PostgresStore(Store):
     def close(self) -> None:
         """Nothing to release: connections belong to the process's pool (see close_pools)."""
 
-    # surveys
-    _SURVEY_COLUMNS = f"id, resolved, hash, created_at, closed_at, {_REPORT_COUNT}"
-
-    def create_survey(
-        self,
-        survey_id: str,
-        resolved_json: str,
-        survey_hash: str,
-        questions: Mapping[str, int],
-        now: str,
-    ) -> bool:
-        with self._tx() as conn:
-            created = conn.execute(
-                "INSERT INTO surveys (id, resolved, hash, created_at, report_count) "
-                "VALUES (%s, %s, %s, %s, 0) ON CONFLICT DO NOTHING RETURNING id",
-                (survey_id, resolved_json, survey_hash, now),
-            ).fetchone()
-            if created is None:
-                return False
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO tallies (survey_id, question_id, option_index, support) "
-                    "VALUES (%s, %s, %s, 0)",
-                    [(survey_id, qid, i) for qid, k in questions.items() for i in range(k)],
-                )
-        return True
-
-    def get_survey(self, survey_id: str) -> SurveyRecord | None:
-        row = self._one(f"SELECT {self._SURVEY_COLUMNS} FROM surveys WHERE id = %s", (survey_id,))
-        return SurveyRecord(*row) if row else None
-
-    def list_surveys(self) -> list[SurveyRecord]:
-        with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {self._SURVEY_COLUMNS} FROM surveys ORDER BY created_at, id"
-            ).fetchall()
-        return [SurveyRecord(*row) for row in rows]
-
-    def close_survey(self, survey_id: str, now: str) -> SurveyRecord | None:
-        with self._tx() as conn:
-            conn.execute(
-                "UPDATE surveys SET closed_at = %s WHERE id = %s AND closed_at IS NULL",
-                (now, survey_id),
-            )
-        return self.get_survey(survey_id)
+    SURVEY_COLUMNS = f"id, resolved, hash, created_at, closed_at, {_REPORT_COUNT}"
+    REPORT_COUNT = _REPORT_COUNT
 
     # reports
     def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
@@ -491,12 +442,6 @@ class PostgresStore(Store):
                 outcomes.append("answered" if report.survey_id in open_ids else "closed")
         return outcomes
 
-    def stored_report(self, report_id: str) -> StoredReport | None:
-        row = self._one(
-            "SELECT body, public_key, survey_id FROM reports WHERE report_id = %s", (report_id,)
-        )
-        return StoredReport(*row) if row else None
-
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
         with self._conn() as conn:  # one statement: one snapshot
             rows = conn.execute(
@@ -506,74 +451,31 @@ class PostgresStore(Store):
             ).fetchall()
         if not rows:
             return 0, {}
-        return rows[0][0], _support([row[1:] for row in rows if row[1] is not None])
+        return rows[0][0], support_by_question(row[1:] for row in rows if row[1] is not None)
 
     def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
         with self._tx(snapshot=True) as conn:
-            yield from self._bodies(conn, "survey_id = %s AND body <> ''", (survey_id,), chunk)
+            yield from self._bodies(conn, "survey_id = ? AND body <> ''", (survey_id,), chunk)
 
-    @staticmethod
     def _bodies(
-        conn: psycopg.Connection, where: str, args: Sequence[object], chunk: int = 1000
+        self, conn: psycopg.Connection, where: str, args: Sequence[object], chunk: int = 1000
     ) -> Iterator[str]:
         """Bodies in arrival order through a server-side cursor, `chunk` rows per fetch."""
         with conn.cursor(name=f"deniable_bodies_{next(_names)}") as cur:
             cur.itersize = chunk
-            cur.execute(f"SELECT body FROM reports WHERE {where} ORDER BY seq", args)
+            cur.execute(self._sql(f"SELECT body FROM reports WHERE {where} ORDER BY seq"), args)
             for (body,) in cur:
                 yield body
 
     # verification and retention
-    @staticmethod
-    def _support_rows(conn: psycopg.Connection, table: str, survey_id: str) -> dict[str, list[int]]:
-        rows = conn.execute(
-            sql.SQL(
-                "SELECT question_id, option_index, support FROM {} "
-                "WHERE survey_id = %s ORDER BY question_id, option_index"
-            ).format(sql.Identifier(table)),
-            (survey_id,),
-        ).fetchall()
-        return _support(rows)
+    def _stored_tallies(self, conn: psycopg.Connection, survey_id: str) -> dict[str, list[int]]:
+        return support_by_question(conn.execute(_TALLIES, {"s": survey_id}).fetchall())
 
-    def _recount(self, conn: psycopg.Connection, survey_id: str, count: BodyCounter) -> Recount:
-        row = conn.execute(
-            f"SELECT {_REPORT_COUNT}, purged_count FROM surveys WHERE id = %s", (survey_id,)
-        ).fetchone()
-        if row is None:
-            raise StoreError(f"no survey {survey_id!r}")
-        stored = _support(conn.execute(_TALLIES, {"s": survey_id}).fetchall())
-        purged = self._support_rows(conn, "purged_tallies", survey_id)
-        n, counted = count(self._bodies(conn, "survey_id = %s AND body <> ''", (survey_id,)))
-        total = {
-            qid: [c + p for c, p in zip(counts, purged.get(qid, [0] * len(counts)), strict=True)]
-            for qid, counts in counted.items()
-        }
-        return Recount(row[0], stored, n + row[1], total, row[1])
+    def _lock_survey(self, conn: psycopg.Connection, survey_id: str) -> None:
+        self._lock_open_surveys(conn, [survey_id])
 
-    def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
-        if not repair:
-            with self._tx(snapshot=True) as conn:
-                return self._recount(conn, survey_id, count)
-        with self._tx() as conn:
-            self._lock_open_surveys(conn, [survey_id])
-            found = self._recount(conn, survey_id, count)
-            if not found.consistent:
-                self._fold_shards(conn, survey_id)
-                conn.execute(
-                    "UPDATE surveys SET report_count = %s WHERE id = %s",
-                    (found.counted_n, survey_id),
-                )
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "UPDATE tallies SET support = %s "
-                        "WHERE survey_id = %s AND question_id = %s AND option_index = %s",
-                        [
-                            (value, survey_id, qid, option)
-                            for qid, counts in found.counted.items()
-                            for option, value in enumerate(counts)
-                        ],
-                    )
-        return found
+    def _before_repair(self, conn: psycopg.Connection, survey_id: str) -> None:
+        self._fold_shards(conn, survey_id)
 
     @staticmethod
     def _fold_shards(conn: psycopg.Connection, survey_id: str) -> None:
@@ -592,87 +494,6 @@ class PostgresStore(Store):
         )
         conn.execute("DELETE FROM tally_shards WHERE survey_id = %s", (survey_id,))
         conn.execute("DELETE FROM count_shards WHERE survey_id = %s", (survey_id,))
-
-    def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
-        where = "survey_id = %s AND received_hour < %s AND body <> ''"
-        with self._tx() as conn:
-            self._lock_open_surveys(conn, [survey_id])
-            n, support = count(self._bodies(conn, where, (survey_id, before_hour)))
-            if n == 0:
-                return 0
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO purged_tallies (survey_id, question_id, option_index, support) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (survey_id, question_id, option_index) "
-                    "DO UPDATE SET support = purged_tallies.support + excluded.support",
-                    [
-                        (survey_id, qid, option, value)
-                        for qid, counts in support.items()
-                        for option, value in enumerate(counts)
-                    ],
-                )
-            conn.execute(
-                "UPDATE surveys SET purged_count = purged_count + %s WHERE id = %s",
-                (n, survey_id),
-            )
-            conn.execute(
-                f"UPDATE reports SET body = %s WHERE {where}", (PURGED_BODY, survey_id, before_hour)
-            )
-        return n
-
-    # researchers
-    def add_token(self, token_hash: str, name: str, now: str) -> None:
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO tokens (hash, name, created_at) VALUES (%s, %s, %s)",
-                (token_hash, name, now),
-            )
-
-    def token_hashes(self) -> list[str]:
-        with self._conn() as conn:
-            return [row[0] for row in conn.execute("SELECT hash FROM tokens")]
-
-    def remove_tokens(self, name: str) -> int:
-        with self._tx() as conn:
-            return conn.execute("DELETE FROM tokens WHERE name = %s", (name,)).rowcount
-
-    # invite-only surveys
-    def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
-        with self._tx() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO invitations (hash, survey_id, used, created_at) VALUES (%s, %s, 0, %s)",
-                [(h, survey_id, now) for h in code_hashes],
-            )
-
-    def enroll(self, survey_id: str, public_key: str, code_hash: str) -> EnrollOutcome:
-        try:
-            with self._tx() as conn:
-                if not conn.execute(
-                    "INSERT INTO enrollments (survey_id, public_key) VALUES (%s, %s) "
-                    "ON CONFLICT DO NOTHING RETURNING 1",
-                    (survey_id, public_key),
-                ).fetchone():
-                    raise _Rollback("already")
-                if conn.execute(
-                    "UPDATE invitations SET used = 1 "
-                    "WHERE hash = %s AND survey_id = %s AND used = 0 RETURNING 1",
-                    (code_hash, survey_id),
-                ).fetchone():
-                    return "enrolled"
-                known = conn.execute(
-                    "SELECT 1 FROM invitations WHERE hash = %s AND survey_id = %s",
-                    (code_hash, survey_id),
-                ).fetchone()
-                raise _Rollback("used-code" if known else "unknown-code")
-        except _Rollback as undone:
-            return undone.outcome  # type: ignore[return-value]
-
-    def is_enrolled(self, survey_id: str, public_key: str) -> bool:
-        row = self._one(
-            "SELECT 1 FROM enrollments WHERE survey_id = %s AND public_key = %s",
-            (survey_id, public_key),
-        )
-        return row is not None
 
 
 #: For tools that copy a database (migrate_store): the tables in an order foreign keys allow.

@@ -18,18 +18,12 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from deniable.aggregator.store.base import (
-    PURGED_BODY,
-    BodyCounter,
-    EnrollOutcome,
     NewReport,
-    Recount,
-    Store,
-    StoredReport,
     StoreError,
     StoreOutcome,
-    SurveyRecord,
     resend_outcome,
 )
+from deniable.aggregator.store.sql import SQLStore, support_by_question
 
 DB_FILE = "deniable.db"
 #: Beside the database file: the lock writers of every process queue on (see _writer_lock).
@@ -149,7 +143,7 @@ def _schema_2(db: Database) -> None:
 MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2)
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore):
     """The Store on one SQLite file; one instance per thread (connections are not shared)."""
 
     def __init__(
@@ -231,6 +225,10 @@ class SQLiteStore(Store):
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
+    def _query(self) -> Iterator[sqlite3.Connection]:
+        yield self.conn
+
+    @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         self.conn.execute("BEGIN")
         try:
@@ -270,51 +268,6 @@ class SQLiteStore(Store):
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
-    # surveys
-    _SURVEY_COLUMNS = "id, resolved, hash, created_at, closed_at, report_count"
-
-    def create_survey(
-        self,
-        survey_id: str,
-        resolved_json: str,
-        survey_hash: str,
-        questions: Mapping[str, int],
-        now: str,
-    ) -> bool:
-        with self._write() as conn:
-            try:
-                conn.execute(
-                    "INSERT INTO surveys (id, resolved, hash, created_at, report_count) VALUES (?, ?, ?, ?, 0)",
-                    (survey_id, resolved_json, survey_hash, now),
-                )
-            except sqlite3.IntegrityError:
-                return False
-            conn.executemany(
-                "INSERT INTO tallies (survey_id, question_id, option_index, support) VALUES (?, ?, ?, 0)",
-                [(survey_id, qid, i) for qid, k in questions.items() for i in range(k)],
-            )
-        return True
-
-    def get_survey(self, survey_id: str) -> SurveyRecord | None:
-        row = self.conn.execute(
-            f"SELECT {self._SURVEY_COLUMNS} FROM surveys WHERE id = ?", (survey_id,)
-        ).fetchone()
-        return SurveyRecord(*row) if row else None
-
-    def list_surveys(self) -> list[SurveyRecord]:
-        rows = self.conn.execute(
-            f"SELECT {self._SURVEY_COLUMNS} FROM surveys ORDER BY created_at, id"
-        ).fetchall()
-        return [SurveyRecord(*row) for row in rows]
-
-    def close_survey(self, survey_id: str, now: str) -> SurveyRecord | None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE surveys SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
-                (now, survey_id),
-            )
-        return self.get_survey(survey_id)
 
     # reports
     def add_reports(self, reports: Sequence[NewReport], received_hour: str) -> list[StoreOutcome]:
@@ -373,25 +326,12 @@ class SQLiteStore(Store):
         ).fetchone()
         return "answered" if row else None
 
-    def stored_report(self, report_id: str) -> StoredReport | None:
-        row = self.conn.execute(
-            "SELECT body, public_key, survey_id FROM reports WHERE report_id = ?", (report_id,)
-        ).fetchone()
-        return StoredReport(*row) if row else None
-
     def tallies(self, survey_id: str) -> tuple[int, dict[str, list[int]]]:
         with self._read() as conn:
             row = conn.execute(
                 "SELECT report_count FROM surveys WHERE id = ?", (survey_id,)
             ).fetchone()
-            rows = conn.execute(
-                "SELECT question_id, option_index, support FROM tallies "
-                "WHERE survey_id = ? ORDER BY question_id, option_index",
-                (survey_id,),
-            ).fetchall()
-        support: dict[str, list[int]] = {}
-        for qid, _, count in rows:
-            support.setdefault(qid, []).append(count)
+            support = self._stored_tallies(conn, survey_id)
         return (row[0] if row else 0), support
 
     def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
@@ -410,132 +350,22 @@ class SQLiteStore(Store):
 
     # verification and retention
     def _bodies(
-        self, conn: sqlite3.Connection, where: str, args: tuple[object, ...]
+        self, conn: sqlite3.Connection, where: str, args: Sequence[object]
     ) -> Iterator[str]:
         for (body,) in conn.execute(f"SELECT body FROM reports WHERE {where} ORDER BY seq", args):
             yield body
 
-    def _support_rows(self, table: str, survey_id: str) -> dict[str, list[int]]:
-        support: dict[str, list[int]] = {}
-        for qid, _, count in self.conn.execute(
-            f"SELECT question_id, option_index, support FROM {table} "
-            "WHERE survey_id = ? ORDER BY question_id, option_index",
-            (survey_id,),
-        ):
-            support.setdefault(qid, []).append(count)
-        return support
-
-    def _recount(self, survey_id: str, count: BodyCounter) -> Recount:
-        row = self.conn.execute(
-            "SELECT report_count, purged_count FROM surveys WHERE id = ?", (survey_id,)
-        ).fetchone()
-        if row is None:
-            raise StoreError(f"no survey {survey_id!r}")
-        stored = self._support_rows("tallies", survey_id)
-        purged = self._support_rows("purged_tallies", survey_id)
-        n, counted = count(self._bodies(self.conn, "survey_id = ? AND body != ''", (survey_id,)))
-        total = {
-            qid: [c + p for c, p in zip(counts, purged.get(qid, [0] * len(counts)), strict=True)]
-            for qid, counts in counted.items()
-        }
-        return Recount(row[0], stored, n + row[1], total, row[1])
-
-    def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
-        if not repair:
-            with self._read():
-                return self._recount(survey_id, count)
-        with self._write() as conn:
-            found = self._recount(survey_id, count)
-            if not found.consistent:
-                conn.execute(
-                    "UPDATE surveys SET report_count = ? WHERE id = ?",
-                    (found.counted_n, survey_id),
-                )
-                conn.executemany(
-                    "UPDATE tallies SET support = ? "
-                    "WHERE survey_id = ? AND question_id = ? AND option_index = ?",
-                    [
-                        (value, survey_id, qid, option)
-                        for qid, counts in found.counted.items()
-                        for option, value in enumerate(counts)
-                    ],
-                )
-        return found
-
-    def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
-        where = "survey_id = ? AND received_hour < ? AND body != ''"
-        with self._write() as conn:
-            n, support = count(self._bodies(conn, where, (survey_id, before_hour)))
-            if n == 0:
-                return 0
-            conn.executemany(
-                "INSERT INTO purged_tallies (survey_id, question_id, option_index, support) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET support = support + excluded.support",
-                [
-                    (survey_id, qid, option, value)
-                    for qid, counts in support.items()
-                    for option, value in enumerate(counts)
-                ],
-            )
+    def _stored_tallies(self, conn: sqlite3.Connection, survey_id: str) -> dict[str, list[int]]:
+        return support_by_question(
             conn.execute(
-                "UPDATE surveys SET purged_count = purged_count + ? WHERE id = ?", (n, survey_id)
+                "SELECT question_id, option_index, support FROM tallies "
+                "WHERE survey_id = ? ORDER BY question_id, option_index",
+                (survey_id,),
             )
-            conn.execute(
-                f"UPDATE reports SET body = ? WHERE {where}", (PURGED_BODY, survey_id, before_hour)
-            )
-        return n
+        )
 
     def backup(self, target: str | Path) -> None:
         """Copy the whole database to `target` while it serves (SQLite's online backup API)."""
         with sqlite3.connect(target) as copy:
             self.conn.backup(copy)
         copy.close()
-
-    # researchers
-    def add_token(self, token_hash: str, name: str, now: str) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO tokens (hash, name, created_at) VALUES (?, ?, ?)",
-                (token_hash, name, now),
-            )
-
-    def token_hashes(self) -> list[str]:
-        return [row[0] for row in self.conn.execute("SELECT hash FROM tokens")]
-
-    def remove_tokens(self, name: str) -> int:
-        with self._write() as conn:
-            return conn.execute("DELETE FROM tokens WHERE name = ?", (name,)).rowcount
-
-    # invite-only surveys
-    def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:
-        with self._write() as conn:
-            conn.executemany(
-                "INSERT INTO invitations (hash, survey_id, used, created_at) VALUES (?, ?, 0, ?)",
-                [(h, survey_id, now) for h in code_hashes],
-            )
-
-    def enroll(self, survey_id: str, public_key: str, code_hash: str) -> EnrollOutcome:
-        with self._write() as conn:
-            if self.is_enrolled(survey_id, public_key):
-                return "already"
-            row = conn.execute(
-                "SELECT used FROM invitations WHERE hash = ? AND survey_id = ?",
-                (code_hash, survey_id),
-            ).fetchone()
-            if row is None:
-                return "unknown-code"
-            if row[0]:
-                return "used-code"
-            conn.execute("UPDATE invitations SET used = 1 WHERE hash = ?", (code_hash,))
-            conn.execute(
-                "INSERT INTO enrollments (survey_id, public_key) VALUES (?, ?)",
-                (survey_id, public_key),
-            )
-        return "enrolled"
-
-    def is_enrolled(self, survey_id: str, public_key: str) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM enrollments WHERE survey_id = ? AND public_key = ?",
-            (survey_id, public_key),
-        ).fetchone()
-        return row is not None

@@ -96,6 +96,10 @@ def close_survey(store: Store, survey_id: str) -> SurveyRecord:
 
 def invite(store: Store, survey_id: str, count: object, *, limit: int = 10_000) -> list[str]:
     """`count` new single-use invitation codes for an invite-only survey (stored hashed)."""
+    if isinstance(count, float) and count.is_integer():
+        count = int(
+            count
+        )  # JSON has one number type: 12.0 is the whole number 12, as in JSON Schema
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
         raise ActionError(422, f"count: expected a whole number from 1 to {limit}, got {count!r}")
     record = survey_or_404(store, survey_id)
@@ -186,7 +190,7 @@ def parse_flag(text: object, name: str) -> bool:
     """A true/false query parameter."""
     if text is None or text == "":
         return False
-    value = str(text).strip().lower()
+    value = str(text)
     if value in ("1", "true", "yes", "on"):
         return True
     if value in ("0", "false", "no", "off"):

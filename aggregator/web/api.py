@@ -101,10 +101,20 @@ def reports() -> Any:
     return Response(text, status, mimetype="application/json")
 
 
+def _query(name: str) -> str | None:
+    """A query parameter given at most once and not empty (as the OpenAPI document says)."""
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        raise Problem(400, f"{name}: give it once, got {len(values)} values")
+    if values and not values[0].strip():
+        raise Problem(400, f"{name}: empty; give a value or leave the parameter out")
+    return values[0] if values else None
+
+
 def _results_options() -> tuple[float, bool]:
     default = current_app.config["CONFIDENCE"]
-    confidence = surveys.parse_confidence(request.args.get("confidence"), default)
-    simultaneous = surveys.parse_flag(request.args.get("simultaneous"), "simultaneous")
+    confidence = surveys.parse_confidence(_query("confidence"), default)
+    simultaneous = surveys.parse_flag(_query("simultaneous"), "simultaneous")
     return confidence, simultaneous
 
 

@@ -355,3 +355,33 @@ def test_a_chunked_body_over_the_limit_is_413_not_truncated(tmp_path):
         environ_overrides={"wsgi.input_terminated": True},
     )
     assert_problem(response, 413)
+
+
+def test_a_whole_count_written_with_a_point_is_a_whole_number(client, auth, invite_doc):
+    # JSON has one number type and JSON Schema calls 2.0 an integer: so does the server.
+    client.post("/api/v1/surveys", json=invite_doc, headers=auth)
+    path = f"/api/v1/surveys/{invite_doc['id']}/invitations"
+    response = client.post(path, json={"count": 2.0}, headers=auth)
+    assert response.status_code == 201 and len(response.get_json()["codes"]) == 2
+    for bad in (2.5, 0.0, 10_001.0, float("1e300")):
+        assert_problem(client.post(path, json={"count": bad}, headers=auth), 422, "count")
+
+
+@pytest.mark.parametrize(
+    "query, detail",
+    [
+        ("confidence=", "confidence: empty"),
+        ("simultaneous=", "simultaneous: empty"),
+        ("confidence=0.9&confidence=0.8", "give it once"),
+        ("simultaneous=TRUE", "expected true or false"),
+        ("simultaneous=%20yes", "expected true or false"),
+    ],
+)
+def test_results_parameters_are_exactly_what_the_document_says(
+    client, auth, published, query, detail
+):
+    for suffix in ("results", "results.csv"):
+        response = client.get(f"/api/v1/surveys/{published.id}/{suffix}?{query}", headers=auth)
+        assert_problem(response, 400, detail)
+    ok = client.get(f"/api/v1/surveys/{published.id}/results?simultaneous=on", headers=auth)
+    assert ok.status_code == 200 and ok.get_json()["simultaneous"] is True

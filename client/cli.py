@@ -20,6 +20,7 @@ from deniable.client.client import Client
 from deniable.client.errors import ClientError
 from deniable.client.explain import explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
+from deniable.client.page import server_of, verify_page
 from deniable.client.receipt import Receipt
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
@@ -325,6 +326,28 @@ def sync(ctx: click.Context) -> None:
             f"the server refused {len(rejected)} report(s) ({rejected[0].reason}); they stay in "
             "the ledger marked rejected (`deniable status`)"
         )
+
+
+@cli.command("verify-page")
+@click.argument("url")
+@edge
+def verify_page_command(url: str) -> None:
+    """Check that a survey page's code is the code in your installed deniable (the page
+    randomizes in the browser with scripts the aggregator serves)."""
+    checks = verify_page(url)
+    for check in checks:
+        mark = "same" if check.same else "DIFFERENT"
+        click.echo(f"{check.name}: {mark}")
+        click.echo(f"  served    sha256 {check.served_sha256}  {check.url}")
+        click.echo(f"  installed sha256 {check.installed_sha256}  deniable {client_version()}")
+    different = [c.name for c in checks if not c.same]
+    if different:
+        fail(
+            f"{', '.join(different)} served by {server_of(url)} differ from your installed "
+            "deniable: do not answer on that page (another version, or altered code); use "
+            "`deniable answer` instead"
+        )
+    click.echo("The page's code is the code you installed.")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from flask import Flask
 from deniable.aggregator import config as settings
 from deniable.aggregator.store import pool as db
 from deniable.aggregator.store import retention
-from deniable.aggregator.web import api, problems, report_endpoint
+from deniable.aggregator.web import api, problems, report_endpoint, respond
 from deniable.aggregator.web.dashboard import init_dashboard
 from deniable.aggregator.web.limits import init_limits
 
@@ -35,6 +35,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     db.init_app(app)
     problems.register(app)
     app.register_blueprint(api.bp)
+    app.register_blueprint(respond.bp)
     init_dashboard(app)
     init_limits(app)
     retention.init_app(app)

@@ -9,6 +9,7 @@ API with its bearer tokens is not affected).
 from __future__ import annotations
 
 import hmac
+import io
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import segno
 from flask import (
     Blueprint,
     Flask,
@@ -326,6 +328,27 @@ def survey(survey_id: str) -> str:
         confidence=confidence,
         confidences=sorted({*CONFIDENCES, confidence}),
         simultaneous=simultaneous,
+        respondent_link=respondent_link(record.id),
+    )
+
+
+def respondent_link(survey_id: str) -> str:
+    """The address respondents open to answer (as this request reached the server)."""
+    return url_for("respond.page", survey_id=survey_id, _external=True)
+
+
+@bp.route("/surveys/<survey_id>/qr.svg")
+def qr_code(survey_id: str) -> Response:
+    """A printable QR code of the survey's respondent link, drawn as SVG on the server."""
+    _survey_or_404(survey_id)
+    buffer = io.BytesIO()
+    segno.make(respondent_link(survey_id), error="m").save(
+        buffer, kind="svg", scale=8, border=4, title=f"Answer survey {survey_id}"
+    )
+    return Response(
+        buffer.getvalue(),
+        mimetype="image/svg+xml",
+        headers={"Content-Disposition": f'inline; filename="{survey_id}-qr.svg"'},
     )
 
 

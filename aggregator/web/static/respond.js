@@ -1,0 +1,153 @@
+// The respondent page (/s/<survey>): reads the form, answers through deniable.js, shows the
+// receipt. Everything that touches a true answer stays in this browser.
+import {
+  answer,
+  epsilonSpent,
+  fetchSurvey,
+  resendQueued,
+  storedEntry,
+  supported,
+} from "./deniable.js";
+
+const main = document.getElementById("main");
+const form = document.getElementById("answer");
+const statusLine = document.getElementById("status");
+const server = window.location.origin;
+const surveyId = main.dataset.survey;
+const cap = Number(main.dataset.cap);
+
+function say(message, { error = false } = {}) {
+  statusLine.textContent = message;
+  statusLine.classList.toggle("error", error);
+  statusLine.hidden = !message;
+}
+
+function invitationCode() {
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  const code = fragment.get("invitation");
+  return code ? code.trim() : null;
+}
+
+const STATUS_TEXT = {
+  accepted: "accepted: the aggregator stored your randomized report",
+  duplicate: "already received: the aggregator had this report (it is counted once)",
+  queued: "waiting to be sent: stored on this device, sent when the aggregator can be reached",
+  rejected: "refused by the aggregator",
+};
+
+function shownAnswer(question, sent) {
+  if (question.mechanism === "oue") {
+    const picked = question.options.filter((_, i) => sent[i] === "1");
+    return `${sent} (supports: ${picked.join(", ") || "none"})`;
+  }
+  return `${sent} (${question.options[sent]})`;
+}
+
+function showReceipt(survey, entry) {
+  const receipt = document.getElementById("receipt");
+  receipt.dataset.reportId = entry.report.report_id;
+  receipt.dataset.status = entry.status;
+  document.getElementById("receipt-id").textContent = entry.report.report_id;
+  const reason = entry.reason ? `: ${entry.reason}` : "";
+  document.getElementById("receipt-status").textContent = STATUS_TEXT[entry.status] + reason;
+  const list = document.getElementById("receipt-answers");
+  list.replaceChildren(
+    ...survey.questions.map((question) => {
+      const item = document.createElement("li");
+      item.textContent = `${question.text} → ${shownAnswer(question, entry.report.answers[question.id])}`;
+      return item;
+    }),
+  );
+  form.hidden = true;
+  receipt.hidden = false;
+}
+
+async function showSpent() {
+  const spent = await epsilonSpent();
+  document.getElementById("spent").textContent = spent.toFixed(2);
+  return spent;
+}
+
+function truthFromForm(survey) {
+  const truth = {};
+  for (const question of survey.questions) {
+    const checked = form.querySelector(`input[name="${CSS.escape(question.id)}"]:checked`);
+    if (!checked) {
+      document.getElementById(`q-${question.id}`)?.scrollIntoView({ block: "center" });
+      throw new Error(`Answer every question first: "${question.text}" has no answer.`);
+    }
+    truth[question.id] = checked.value;
+  }
+  return truth;
+}
+
+async function start() {
+  if (!(await supported())) {
+    say(
+      "This browser cannot answer this survey safely: it lacks Ed25519 signatures in WebCrypto " +
+        "or IndexedDB storage. Nothing was sent. Use a current browser, or the deniable " +
+        "command-line tool.",
+      { error: true },
+    );
+    form.querySelector("button[type=submit]").disabled = true;
+    return;
+  }
+  let published;
+  try {
+    published = await fetchSurvey(server, surveyId);
+  } catch (error) {
+    say(`This survey cannot be answered now: ${error.message}`, { error: true });
+    return;
+  }
+  const { survey, hash } = published;
+  let entry = await storedEntry(server, surveyId);
+  if (entry) {
+    showReceipt(survey, entry);
+    if (entry.status === "queued") showReceipt(survey, (entry = await sendAgain(survey, entry)));
+  }
+  window.addEventListener("online", async () => {
+    await resendQueued(server);
+    const now = await storedEntry(server, surveyId);
+    if (now) showReceipt(survey, now);
+  });
+  const spent = await showSpent();
+  const button = form.querySelector("button[type=submit]");
+  if (spent + survey.epsilon > cap + 1e-9 && !entry) {
+    say(
+      `Answering would bring the epsilon spent on this browser to ${(spent + survey.epsilon).toFixed(2)}, ` +
+        `over its cap of ${cap}: nothing will be sent.`,
+      { error: true },
+    );
+    return;
+  }
+  button.disabled = false;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    say("");
+    try {
+      const truth = truthFromForm(survey);
+      say("Randomizing and sending…");
+      const done = await answer(server, survey, hash, truth, {
+        cap,
+        invitation: invitationCode(),
+      });
+      say("");
+      showReceipt(survey, done);
+      await showSpent();
+      document.getElementById("receipt").focus();
+    } catch (error) {
+      say(error.message, { error: true });
+      button.disabled = false;
+    }
+  });
+}
+
+async function sendAgain(survey, entry) {
+  const [sent] = (await resendQueued(server)).filter(
+    (e) => e.report.report_id === entry.report.report_id,
+  );
+  return sent || entry;
+}
+
+start();

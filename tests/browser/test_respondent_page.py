@@ -1,0 +1,254 @@
+"""The respondent's web page in a real browser: answer, reload, offline, invitations, sampler."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import expect
+
+from deniable.shared import Survey
+from deniable.shared.report import check_structure, verify_report
+
+DOC = {
+    "id": "web-page",
+    "title": "Answering in the browser",
+    "questions": [
+        {"id": "smokes", "text": "Do you smoke?", "type": "binary", "epsilon": 1.0},
+        {
+            "id": "cheated",
+            "text": "Cheated on a test?",
+            "type": "binary",
+            "mechanism": "coins",
+            "coins": {"truth": "2/3", "yes": "1/2"},
+        },
+        {
+            "id": "party",
+            "text": "Party?",
+            "type": "categorical",
+            "options": ["A", "B", "C"],
+            "mechanism": "grr",
+            "epsilon": 2.0,
+        },
+        {
+            "id": "apps",
+            "text": "Main app?",
+            "type": "categorical",
+            "options": ["mail", "maps", "chat", "news", "games", "bank"],
+            "mechanism": "oue",
+            "epsilon": 1.5,
+        },
+    ],
+}
+ANSWERS = {"smokes": "yes", "cheated": "no", "party": "B", "apps": "chat"}
+
+
+@pytest.fixture
+def server(live_server_factory: Any) -> Any:
+    server = live_server_factory()
+    server.create_survey(DOC)
+    return server
+
+
+def n_reports(server: Any, survey_id: str = "web-page") -> int:
+    return server.results(survey_id)["n"]
+
+
+def fill_and_send(page: Any) -> None:
+    for qid, value in ANSWERS.items():
+        page.locator(f'input[name="{qid}"][value="{value}"]').check()
+    page.locator("button[type=submit]").click()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_answering_sends_only_a_signed_noisy_report(server: Any, page: Any) -> None:
+    posted: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda r: (
+            posted.append(json.loads(r.post_data))
+            if r.method == "POST" and r.url.endswith("/api/v1/reports")
+            else None
+        ),
+    )
+    page.goto(f"{server.url}/s/web-page")
+    expect(page.locator("h1")).to_have_text("Answering in the browser")
+    expect(page.locator("#spent")).to_have_text("0.00")
+    # The plain-words explanation is deniable explain's text, rendered by the server.
+    expect(page.locator("#q-smokes .explain")).to_contain_text("What is sent")
+    fill_and_send(page)
+    receipt = page.locator("[data-report-id]")
+    expect(receipt).to_be_visible()
+    expect(page.locator("#receipt-status")).to_contain_text("accepted")
+    assert n_reports(server) == 1
+    assert len(posted) == 1
+    report = posted[0]
+    assert receipt.get_attribute("data-report-id") == report["report_id"]
+    survey = Survey.from_dict(
+        requests.get(f"{server.url}/api/v1/surveys/web-page").json()["survey"]
+    )
+    check_structure(report)
+    verify_report(report)  # the browser's Ed25519 signature verifies in Python
+    assert report["survey_hash"] == survey.hash
+    assert set(report["answers"]) == set(survey.questions)
+    for qid, sent in report["answers"].items():
+        survey.questions[qid].validate(sent)  # wire-encoded noisy answers only
+    assert report["answers"]["apps"] != "chat" and len(report["answers"]["apps"]) == 6
+    assert report["sent_at"].endswith(":00:00Z")
+    expect(page.locator("#spent")).not_to_have_text("0.00")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_reload_shows_the_receipt_and_never_randomizes_again(server: Any, page: Any) -> None:
+    page.goto(f"{server.url}/s/web-page")
+    fill_and_send(page)
+    first = page.locator("[data-report-id]").get_attribute("data-report-id")
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.reload()
+    expect(page.locator("[data-report-id]")).to_have_attribute("data-report-id", first)
+    expect(page.locator("#answer")).to_be_hidden()
+    page.wait_for_timeout(300)
+    assert posts == []  # an accepted report is not sent again
+    assert n_reports(server) == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_offline_the_report_waits_and_is_sent_once(server: Any, page: Any) -> None:
+    page.goto(f"{server.url}/s/web-page")
+    page.route("**/api/v1/reports", lambda route: route.abort("internetdisconnected"))
+    fill_and_send(page)
+    expect(page.locator("#receipt-status")).to_contain_text("waiting to be sent")
+    stored = page.locator("[data-report-id]").get_attribute("data-report-id")
+    assert n_reports(server) == 0
+    sent: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            sent.append(json.loads(r.post_data)["report_id"])
+            if r.method == "POST" and r.url.endswith("/api/v1/reports")
+            else None
+        ),
+    )
+    page.unroute("**/api/v1/reports")
+    page.evaluate("window.dispatchEvent(new Event('online'))")
+    expect(page.locator("#receipt-status")).to_contain_text("accepted")
+    assert sent == [stored] and n_reports(server) == 1
+    page.reload()
+    expect(page.locator("[data-report-id]")).to_have_attribute("data-report-id", stored)
+    page.wait_for_timeout(300)
+    assert sent == [stored] and n_reports(server) == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_an_invitation_link_enrolls_and_a_wrong_code_is_refused(server: Any, browser: Any) -> None:
+    server.create_survey({**DOC, "id": "invited", "enrollment": "invite"})
+    response = requests.post(
+        f"{server.url}/api/v1/surveys/invited/invitations",
+        json={"count": 1},
+        headers=server.headers,
+        timeout=10,
+    )
+    (code,) = response.json()["codes"]
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/s/invited#invitation=WRNG-CODE-XXXX")
+        fill_and_send(page)
+        expect(page.locator("#status")).to_contain_text("not a valid invitation code")
+        expect(page.locator("[data-report-id]")).to_have_count(0)
+        assert n_reports(server, "invited") == 0
+        page.goto(f"{server.url}/s/invited#invitation={code}")
+        page.reload()
+        fill_and_send(page)
+        expect(page.locator("#receipt-status")).to_contain_text("accepted")
+        assert n_reports(server, "invited") == 1
+    finally:
+        context.close()
+
+
+#: Draws per mechanism; 4.5 standard errors of a frequency fail about 1 time in 150,000 each.
+DRAWS = 100_000
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_modules_sampler_matches_the_exact_probabilities(server: Any, page: Any) -> None:
+    survey = Survey.from_dict(
+        requests.get(f"{server.url}/api/v1/surveys/web-page").json()["survey"]
+    )
+    page.goto(f"{server.url}/s/web-page")
+    resolved = survey.to_dict()["questions"]
+    counts = page.evaluate(
+        """async ([questions, draws]) => {
+            const { randomize } = await import('/static/deniable.js');
+            const out = {};
+            for (const q of questions) {
+              const truth = q.type === 'binary' ? 'yes' : q.options[1];
+              const tally = {};
+              for (let i = 0; i < draws; i += 1) {
+                const a = String(randomize(q, truth));
+                tally[a] = (tally[a] || 0) + 1;
+              }
+              out[q.id] = tally;
+            }
+            return out;
+        }""",
+        [resolved, DRAWS],
+    )
+    for question in survey.questions.values():
+        truth = 1  # "yes", or the second option
+        mech = question.randomizer
+        exact = {o: mech.probability(o, truth) for o in mech.outputs()}
+        observed = counts[question.id]
+        if question.mechanism == "oue":  # each bit on its own: 2^6 outputs are too many cells
+            for i in range(question.k):
+                p = float(question.randomizer.p_star if i == truth else question.randomizer.q_star)
+                ones = sum(n for out, n in observed.items() if out[i] == "1")
+                assert abs(ones / DRAWS - p) <= 4.5 * math.sqrt(p * (1 - p) / DRAWS), (i, ones)
+            continue
+        assert set(observed) <= {str(o) for o in exact}
+        for output, probability in exact.items():
+            p = float(probability)
+            seen = observed.get(str(output), 0) / DRAWS
+            assert abs(seen - p) <= 4.5 * math.sqrt(p * (1 - p) / DRAWS), (question.id, output)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_browser_without_what_answering_needs_sends_nothing(server: Any, browser: Any) -> None:
+    context = browser.new_context()
+    context.add_init_script("Object.defineProperty(window, 'indexedDB', {value: undefined});")
+    page = context.new_page()
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    try:
+        page.goto(f"{server.url}/s/web-page")
+        expect(page.locator("#status")).to_contain_text("cannot answer this survey safely")
+        expect(page.locator("#status")).to_contain_text("Nothing was sent")
+        expect(page.locator("button[type=submit]")).to_be_disabled()
+        assert posts == [] and n_reports(server) == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_phone_answers_from_the_keyboard_without_cookies(server: Any, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 360, "height": 740})
+    page = context.new_page()
+    try:
+        response = page.goto(f"{server.url}/s/web-page")
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 360  # nothing wider than a small phone
+        for qid, value in ANSWERS.items():
+            page.locator(f'input[name="{qid}"][value="{value}"]').focus()
+            page.keyboard.press("Space")
+        page.locator("button[type=submit]").focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#receipt-status")).to_contain_text("accepted")
+        assert context.cookies() == []
+        assert n_reports(server) == 1
+    finally:
+        context.close()

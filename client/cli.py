@@ -18,7 +18,7 @@ import click
 
 from deniable.client.client import Client
 from deniable.client.errors import ClientError
-from deniable.client.explain import explain_survey, question_lines, total_lines
+from deniable.client.explain import PLAIN_NOTICE, explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
 from deniable.client.page import server_of, verify_page
 from deniable.client.receipt import Receipt
@@ -163,6 +163,9 @@ def answer(
             click.confirm(
                 "Randomize these answers on this device and send them?", default=True, abort=True
             )
+        plain = [q.id for q in survey.questions.values() if q.plain]
+        if plain and yes:  # the prompts said it already; say it before sending here too
+            click.echo(f"{PLAIN_NOTICE} ({', '.join(plain)})", err=True)
         show_receipt(client.answer(survey_id, truth, invitation, survey=survey), survey, as_json)
 
 

@@ -45,10 +45,19 @@ def epsilon_text(epsilon: float, ratio: Fraction | float) -> str:
     return f"{epsilon:.4g}"
 
 
+#: What every respondent interface says of a plain question before anything is sent.
+PLAIN_NOTICE = "Sent exactly as you answer: this question is not randomized."
+
+
 def what_is_sent(question: Question) -> str:
     """One sentence: what leaves the device for this question, and how likely the truth is kept."""
     mech = question.randomizer
     params = mech.params()
+    if question.plain:
+        return (
+            f"{PLAIN_NOTICE} Your answer itself is sent (it is a plain question, used to "
+            "group the randomized answers, e.g. by region), so it is not deniable."
+        )
     if question.mechanism == "rr":
         keep = params["keep"]
         return (
@@ -83,6 +92,11 @@ def what_is_sent(question: Question) -> str:
 
 def what_epsilon_means(question: Question) -> str:
     """One sentence: the question's epsilon as the most an observer can learn."""
+    if question.epsilon is None:
+        return (
+            "Privacy cost: none is counted, and none is protected: whoever sees your report "
+            "sees this answer."
+        )
     ratio = odds_ratio(question)
     eps = epsilon_text(question.epsilon, ratio)
     if question.type == "binary":
@@ -104,7 +118,8 @@ def survey_ratio(survey: Survey) -> Fraction | float:
     """e^(total epsilon): the product of the questions' ratios."""
     ratio: Fraction | float = Fraction(1)
     for question in survey.questions.values():
-        ratio = ratio * odds_ratio(question)
+        if not question.plain:
+            ratio = ratio * odds_ratio(question)
     return ratio
 
 
@@ -112,13 +127,20 @@ def total_lines(
     survey: Survey, *, spent: float | None = None, cap: float | None = None
 ) -> list[str]:
     """The survey's total privacy cost in plain words, and the respondent's budget."""
-    n = len(survey.questions)
+    n = sum(1 for q in survey.questions.values() if not q.plain)
+    plain = len(survey.questions) - n
     ratio = survey_ratio(survey)
     lines = [
-        f"Total privacy cost: epsilon = {survey.epsilon:.4g} (the sum over its {n} "
+        f"Total privacy cost: epsilon = {survey.epsilon:.4g} (the sum over its {n} randomized "
         f"question{'s' if n != 1 else ''}). Taken together, an observer who sees your report can "
-        f"be at most {times(ratio)} times surer of any one set of answers than of another.",
+        f"be at most {times(ratio)} times surer of any one set of randomized answers than of "
+        "another.",
     ]
+    if plain:
+        lines.append(
+            f"{plain} plain question{'s are' if plain != 1 else ' is'} sent exactly as you "
+            "answer, outside that protection."
+        )
     if spent is not None and cap is not None:
         after = spent + survey.epsilon
         lines.append(

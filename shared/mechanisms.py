@@ -366,12 +366,65 @@ class OUE(Mechanism):
         return prob
 
 
-MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE)}
+class Plain(Mechanism):
+    """`none`: a plain question, sent exactly as answered (a covariate such as an age group).
+
+    Nothing is randomized, so p* = 1, q* = 0 and the question has no epsilon: it protects
+    nothing and adds nothing to a survey's (DESIGN: its epsilon is null). Respondents are told
+    so before anything is sent."""
+
+    name = "none"
+
+    def __init__(self, k: int, *, binary: bool = False) -> None:
+        super().__init__(k)
+        self.binary = binary  # type: ignore[misc]
+
+    @property
+    def p_star(self) -> Fraction:
+        return Fraction(1)
+
+    @property
+    def q_star(self) -> Fraction:
+        return Fraction(0)
+
+    @property
+    def epsilon(self) -> float | None:  # type: ignore[override]
+        return None
+
+    def params(self) -> dict[str, Fraction]:
+        return {}
+
+    def randomize(self, index: int) -> Encoded:
+        return index
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not int or not 0 <= encoded < self.k:
+            shown = "0 or 1" if self.binary else f"an option index from 0 to {self.k - 1}"
+            raise ValueError(f"expected {shown}, got {encoded!r}")
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return (int(encoded),)
+
+    def outputs(self) -> Iterator[Encoded]:
+        yield from range(self.k)
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        return Fraction(int(encoded == index))
+
+    def __repr__(self) -> str:
+        return f"Plain(k={self.k}, sent as answered)"
+
+
+MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE, Plain)}
+#: The plain (not randomized) mechanism's name.
+PLAIN = Plain.name
 BINARY_MECHANISMS = ("rr", "coins")
 CATEGORICAL_MECHANISMS = ("grr", "oue", "auto")
 
 #: The parameter names of each mechanism, as written in a survey under the mechanism's name.
 PARAMETERS: dict[str, tuple[str, ...]] = {
+    "none": (),
     "rr": ("keep",),
     "coins": ("truth", "yes"),
     "grr": ("keep",),

@@ -128,8 +128,14 @@ class Question:
         return self.randomizer.name
 
     @property
-    def epsilon(self) -> float:
+    def epsilon(self) -> float | None:
+        """The question's privacy loss; None for a plain (`none`) question, sent as answered."""
         return self.randomizer.epsilon
+
+    @property
+    def plain(self) -> bool:
+        """Whether the answer is sent exactly as given (mechanism `none`), not randomized."""
+        return self.randomizer.name == mech.PLAIN
 
     @property
     def p_star(self) -> float:
@@ -198,18 +204,21 @@ class Question:
         return support
 
     def to_dict(self) -> dict[str, Any]:
-        """The resolved question: mechanism, its exact parameters, epsilon, p* and q*."""
-        return {
+        """The resolved question: mechanism, its exact parameters, epsilon, p* and q* (a plain
+        question has no parameters and a null epsilon)."""
+        doc: dict[str, Any] = {
             "id": self.id,
             "text": self.text,
             "type": self.type,
             "options": list(self._options),
             "mechanism": self.mechanism,
-            self.mechanism: self.randomizer.params_text(),
-            "epsilon": self.epsilon,
-            "p_star": format_probability(self.randomizer.p_star),
-            "q_star": format_probability(self.randomizer.q_star),
         }
+        if not self.plain:
+            doc[self.mechanism] = self.randomizer.params_text()
+        doc["epsilon"] = self.epsilon
+        doc["p_star"] = format_probability(self.randomizer.p_star)
+        doc["q_star"] = format_probability(self.randomizer.q_star)
+        return doc
 
     @classmethod
     def from_dict(cls, doc: object, *, where: str = "") -> Question:
@@ -236,6 +245,7 @@ class Question:
         options = cls._options_of(doc, qtype, where)
         requested = doc.get("mechanism")
         names = mech.BINARY_MECHANISMS if qtype == "binary" else mech.CATEGORICAL_MECHANISMS
+        names = (*names, mech.PLAIN)
         if requested is None:
             requested = "rr" if qtype == "binary" else "auto"
         elif requested not in names:
@@ -251,7 +261,10 @@ class Question:
             )
         epsilon = doc.get("epsilon")
         try:
-            if requested in mech.PARAMETERS and requested in doc:
+            if requested == mech.PLAIN:
+                randomizer = cls._plain(doc, len(options), qtype, where)
+                epsilon = None
+            elif requested in mech.PARAMETERS and requested in doc:
                 randomizer = mech.from_params(
                     requested, len(options), doc[requested], field=f"{where}{requested}"
                 )
@@ -296,6 +309,19 @@ class Question:
                         f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
                     )
         return cls(qid, text or "", qtype, options, randomizer, requested)
+
+    @staticmethod
+    def _plain(doc: Mapping[str, Any], k: int, qtype: str, where: str) -> Mechanism:
+        """A plain question's mechanism: no epsilon and no parameters can be given."""
+        if doc.get("epsilon") is not None:
+            raise _fail(
+                f"{where}epsilon",
+                "a plain question (mechanism none) is sent exactly as answered and has no "
+                "epsilon; leave it out, or choose a randomized mechanism",
+            )
+        if doc.get(mech.PLAIN) not in (None, {}):
+            raise _fail(f"{where}{mech.PLAIN}", "a plain question has no parameters")
+        return mech.Plain(k, binary=qtype == "binary")
 
     @staticmethod
     def _options_of(doc: Mapping[str, Any], qtype: str, where: str) -> tuple[str, ...]:
@@ -343,7 +369,7 @@ class Survey:
     @cached_property
     def epsilon(self) -> float:
         """Total privacy loss of answering every question (sequential composition)."""
-        return math.fsum(q.epsilon for q in self.questions.values())
+        return math.fsum(q.epsilon for q in self.questions.values() if q.epsilon is not None)
 
     @cached_property
     def hash(self) -> str:
@@ -401,6 +427,12 @@ class Survey:
             if question.id in questions:
                 raise _fail(f"questions[{i}].id", f"{question.id!r} is used twice")
             questions[question.id] = question
+        if all(q.plain for q in questions.values()):
+            raise _fail(
+                "questions",
+                "every question is plain (mechanism none); a survey needs at least one "
+                "randomized question",
+            )
         survey = cls(sid, title or "", enrollment, MappingProxyType(questions), closes, description)
         total = doc.get("epsilon")
         if total is not None and (

@@ -201,7 +201,8 @@ def results_table(doc: dict[str, Any]) -> str:
     ]
     for q in doc["questions"]:
         lines.append("")
-        lines.append(f"{q['id']}  ({q['type']}, {q['mechanism']}, epsilon {q['epsilon']:.3g})")
+        cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
+        lines.append(f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})")
         width = max(6, *(len(o["option"]) for o in q["options"]))
         lines.append(
             f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "

@@ -192,7 +192,8 @@ def question_results(question: Question, n: int, counts: Sequence[int], z: float
         p = np.array([float(a) for a, _ in pairs])
         q = np.array([float(b) for _, b in pairs])
         _, stderr, low, high = option_stats(c, n, p, q, z)
-        share = em_share(c, float(pairs[0][0]), float(pairs[0][1]))
+        # Plain answers are observed as given: their distribution is the sample's own.
+        share = c / n if question.plain else em_share(c, float(pairs[0][0]), float(pairs[0][1]))
     options = []
     for v, label in enumerate(question.options):
         f = exact[v]
@@ -212,7 +213,7 @@ def question_results(question: Question, n: int, counts: Sequence[int], z: float
         "id": question.id,
         "type": question.type,
         "mechanism": question.mechanism,
-        "epsilon": float(question.epsilon),
+        "epsilon": None if question.epsilon is None else float(question.epsilon),
         "n": n,
         "p_star": question.p_star,
         "q_star": question.q_star,

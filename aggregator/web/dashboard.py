@@ -278,6 +278,8 @@ def _plain_words(question: Any) -> str:
     """How the mechanism protects an answer, in words."""
     m = question.randomizer
     p, q = float(question.randomizer.p_star), float(question.randomizer.q_star)
+    if question.plain:
+        return "a plain question: answers are sent exactly as given, not randomized"
     if m.name == "rr":
         return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
     if m.name == "coins":

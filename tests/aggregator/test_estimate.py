@@ -457,3 +457,29 @@ def test_option_stats_broadcasts_over_trials() -> None:
     for c, e in itertools.product(range(3), range(2)):
         single = option_stats(np.array(counts[c, e]), 100, 0.75, 0.25, Z95)
         assert [float(x) for x in single] == [est[c, e], se[c, e], lo[c, e], hi[c, e]]
+
+
+def test_a_plain_question_is_estimated_as_the_sample_share():
+    survey = Survey.from_dict(
+        {
+            "id": "plain-results",
+            "title": "Plain",
+            "questions": [
+                {"id": "smokes", "text": "Smoke?", "type": "binary", "epsilon": 1.0},
+                {
+                    "id": "region",
+                    "text": "Region?",
+                    "type": "categorical",
+                    "options": ["n", "s", "e"],
+                    "mechanism": "none",
+                },
+            ],
+        }
+    )
+    doc = results_document(survey, 10, {"smokes": [5, 5], "region": [2, 3, 5]})
+    region = doc["questions"][1]
+    assert region["epsilon"] is None and (region["p_star"], region["q_star"]) == (1.0, 0.0)
+    east = region["options"][2]
+    assert east["estimate"] == 0.5 and east["share"] == 0.5 and east["count"] == 5.0
+    assert east["stderr"] == pytest.approx(math.sqrt(0.5 * 0.5 / 9))
+    assert [o["share"] for o in region["options"]] == [0.2, 0.3, 0.5]

@@ -41,9 +41,16 @@ DOC = {
             "mechanism": "oue",
             "epsilon": 1.5,
         },
+        {
+            "id": "region",
+            "text": "Region?",
+            "type": "categorical",
+            "options": ["north", "south", "east"],
+            "mechanism": "none",
+        },
     ],
 }
-ANSWERS = {"smokes": "yes", "cheated": "no", "party": "B", "apps": "chat"}
+ANSWERS = {"smokes": "yes", "cheated": "no", "party": "B", "apps": "chat", "region": "east"}
 
 
 @pytest.fixture
@@ -97,6 +104,11 @@ def test_answering_sends_only_a_signed_noisy_report(server: Any, page: Any) -> N
     for qid, sent in report["answers"].items():
         survey.questions[qid].validate(sent)  # wire-encoded noisy answers only
     assert report["answers"]["apps"] != "chat" and len(report["answers"]["apps"]) == 6
+    assert report["answers"]["region"] == 2  # plain: sent exactly as answered, and said so
+    expect(page.locator("#q-region .plain")).to_have_text(
+        "Sent exactly as you answer: not randomized."
+    )
+    expect(page.locator("#q-smokes .plain")).to_have_count(0)
     assert report["sent_at"].endswith(":00:00Z")
     expect(page.locator("#spent")).not_to_have_text("0.00")
 

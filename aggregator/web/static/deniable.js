@@ -80,6 +80,8 @@ export function randomize(question, value) {
   const index = optionIndex(question, value);
   const p = params(question);
   switch (question.mechanism) {
+    case "none": // a plain question: sent exactly as answered (the page says so)
+      return index;
     case "rr":
       return flip(p.keep) ? index : 1 - index;
     case "coins":

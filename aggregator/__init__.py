@@ -6,6 +6,7 @@ from typing import Any
 
 try:
     from deniable.aggregator.stats.analyze import analyze
+    from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
     from deniable.aggregator.web.app import create_app
 except ImportError as _missing:  # a client-only install: say what to add, on first use
     _reason = str(_missing)
@@ -16,4 +17,4 @@ except ImportError as _missing:  # a client-only install: say what to add, on fi
         )
 
 
-__all__ = ["analyze", "create_app"]
+__all__ = ["AnalysisError", "analyze", "breakdown", "create_app", "crosstab"]

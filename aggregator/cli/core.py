@@ -5,7 +5,6 @@ Exit codes: 0 success, 1 a failure the user can act on (one line on stderr), 2 u
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 import sys
@@ -19,7 +18,8 @@ from flask import current_app
 from flask.cli import FlaskGroup
 
 from deniable.aggregator import credentials, demo, surveys
-from deniable.aggregator.cli import maintenance, research
+from deniable.aggregator.cli import analysis, maintenance, research
+from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.stats.estimate import results_csv
 from deniable.aggregator.store import migrate as migrate_store
 from deniable.aggregator.store.pool import existing_store, get_store
@@ -31,33 +31,10 @@ from deniable.shared.errors import DeniableError, SurveyError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class CLIError(click.ClickException):
-    """A failure the user can act on: `error: ...` on stderr, exit status 1."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
 def _non_empty(value: str, name: str) -> str:
     if not value.strip():
         raise click.BadParameter("give a non-empty label", param_hint=name)
     return value.strip()
-
-
-def friendly(command: F) -> F:
-    """Turn the errors a user can act on into one line on stderr, never a traceback."""
-
-    @functools.wraps(command)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except (DeniableError, sqlite3.Error) as exc:
-            raise CLIError(str(exc)) from None
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise CLIError(f"{exc.strerror or exc}{where}") from None
-
-    return wrapped  # type: ignore[return-value]
 
 
 cli = FlaskGroup(
@@ -271,6 +248,8 @@ cli.add_command(research.plan_command)
 for _command in maintenance.COMMANDS:
     cli.add_command(_command)
 cli.add_command(research.simulate_command)
+cli.add_command(analysis.breakdown_command)
+cli.add_command(analysis.crosstab_command)
 cli.add_command(migrate_store.migrate_store_command)
 
 

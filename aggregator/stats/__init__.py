@@ -7,5 +7,13 @@ Pure computation over tallies and report dicts (numpy); the mechanism math itsel
 
 from deniable.aggregator.stats.analyze import analyze
 from deniable.aggregator.stats.estimate import results_csv, results_document
+from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
 
-__all__ = ["analyze", "results_csv", "results_document"]
+__all__ = [
+    "AnalysisError",
+    "analyze",
+    "breakdown",
+    "crosstab",
+    "results_csv",
+    "results_document",
+]

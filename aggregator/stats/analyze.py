@@ -46,24 +46,31 @@ def _records(reports: Iterable[Any] | str | bytes) -> Iterator[tuple[int, Any]]:
         yield line, item
 
 
-def tally(
+def answer_rows(
     survey: Survey, reports: Iterable[Any] | str | bytes, *, verify: bool = True
-) -> tuple[int, dict[str, list[int]]]:
-    """(n, support counts per question) of valid reports, each counted once as the service does.
+) -> Iterator[dict[str, Any]]:
+    """The checked noisy answers of each valid report, once per report, in order.
 
-    Every report is checked like ingestion checks it (structure, survey and hash, answers,
-    signature); a bad one raises ReportError naming its line and report_id. A report sent again
-    (same report_id, same content) counts once; a different report under a seen report_id or
-    public key is an error, since the service would never have stored both.
-    """
+    With `verify`, every report is checked like ingestion checks it (structure, survey and hash,
+    answers, signature) and a report sent again (same report_id, same content) counts once; a
+    different report under a seen report_id or public key is an error, since the service would
+    never have stored both. With `verify=False` (answers from another study) a report may be
+    just {"answers": {...}}: its answers are checked against the survey, nothing else.
+    A bad report raises ReportError naming its line (and report_id)."""
     survey_hash = survey.hash
-    support = {qid: [0] * q.k for qid, q in survey.questions.items()}
     seen_ids: dict[str, bytes] = {}
     seen_keys: set[str] = set()
-    n = 0
     for line, raw in _records(reports):
         rid = raw.get("report_id") if isinstance(raw, dict) else None
         where = f"report on line {line}" + (f" ({rid})" if isinstance(rid, str) else "")
+        if not verify:
+            try:
+                if not isinstance(raw, dict) or "answers" not in raw:
+                    raise ReportError('expected an object with "answers"')
+                yield check_answers(survey, raw["answers"])
+            except ReportError as exc:
+                raise ReportError(f"{where}: {exc}") from None
+            continue
         try:
             # parse_report(report, survey) with the survey hash computed once, not per report.
             report = parse_report(raw, None, verify=False)
@@ -72,8 +79,7 @@ def tally(
             if report["survey_hash"].lower() != survey_hash:
                 raise ReportError("survey_hash: does not match the survey as published")
             check_answers(survey, report["answers"])
-            if verify:
-                verify_report(report)
+            verify_report(report)
         except ReportError as exc:
             raise ReportError(f"{where}: {exc}") from None
         body = canonical_json(report)
@@ -85,9 +91,20 @@ def tally(
             raise ReportError(f"{where}: a second report from the same public key")
         seen_ids[rid] = body
         seen_keys.add(report["public_key"])
+        yield report["answers"]
+
+
+def tally(
+    survey: Survey, reports: Iterable[Any] | str | bytes, *, verify: bool = True
+) -> tuple[int, dict[str, list[int]]]:
+    """(n, support counts per question) of valid reports, each counted once as the service does
+    (see answer_rows for the checks)."""
+    support = {qid: [0] * q.k for qid, q in survey.questions.items()}
+    n = 0
+    for answers in answer_rows(survey, reports, verify=verify):
         n += 1
         for qid, question in survey.questions.items():
-            for v in question.supports(report["answers"][qid]):
+            for v in question.supports(answers[qid]):
                 support[qid][v] += 1
     return n, support
 
@@ -97,9 +114,12 @@ def analyze(
     reports: Iterable[Any] | str | bytes,
     confidence: float = 0.95,
     simultaneous: bool = False,
+    *,
+    verify: bool = True,
 ) -> dict[str, Any]:
-    """The results JSON of a list of reports (e.g. a reports.jsonl export), as the service gives it."""
+    """The results JSON of a list of reports (e.g. a reports.jsonl export), as the service gives
+    it; `verify=False` takes noisy answers from elsewhere (see answer_rows)."""
     z_value(confidence)
     resolved = as_survey(survey)
-    n, support = tally(resolved, reports)
+    n, support = tally(resolved, reports, verify=verify)
     return results_document(resolved, n, support, confidence=confidence, simultaneous=simultaneous)

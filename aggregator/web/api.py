@@ -8,15 +8,19 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import surveys
+from deniable.aggregator import stats, surveys
+from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.estimate import results_csv
+from deniable.aggregator.stats.joint import UnknownQuestion
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
 from deniable.aggregator.web.auth import researcher_required
 from deniable.aggregator.web.bodies import json_body
 from deniable.aggregator.web.problems import Problem
-from deniable.shared.errors import SurveyError
+from deniable.shared.canonical import parse_json
+from deniable.shared.errors import ReportError, SurveyError
 
 bp = Blueprint("api", __name__)
 
@@ -106,7 +110,7 @@ def _query(name: str) -> str | None:
     values = request.args.getlist(name)
     if len(values) > 1:
         raise Problem(400, f"{name}: give it once, got {len(values)} values")
-    if values and not values[0].strip():
+    if values and values[0] == "":
         raise Problem(400, f"{name}: empty; give a value or leave the parameter out")
     return values[0] if values else None
 
@@ -154,3 +158,56 @@ def reports_jsonl(survey_id: str) -> Any:
     response = Response(lines(), mimetype="application/x-ndjson")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-reports.jsonl"'
     return response
+
+
+def _stored_answers(survey_id: str) -> Any:
+    """The stored reports of a survey as report dicts, streamed (verified when they arrived)."""
+    return (parse_json(body) for body in get_store().iter_report_bodies(survey_id))
+
+
+def _analysis(run: Any) -> Any:
+    """Run an analysis: an unknown question is a 404, a question of the wrong kind (or too few
+    reports) a 422, each saying what to ask instead."""
+    try:
+        return Response(json.dumps(run()), mimetype="application/json")
+    except UnknownQuestion as exc:
+        raise Problem(404, str(exc)) from None
+    except (AnalysisError, ReportError) as exc:
+        raise Problem(422, str(exc)) from None
+
+
+@bp.get("/api/v1/surveys/<survey_id>/breakdown")
+@researcher_required
+def breakdown(survey_id: str) -> Any:
+    """A randomized question's results within each group of a plain question."""
+    record = surveys.survey_or_404(get_store(), survey_id)
+    question, by = _required_query("question"), _required_query("by")
+    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
+    survey = SURVEYS.survey(record)
+    return _analysis(
+        lambda: stats.breakdown(
+            survey, _stored_answers(survey_id), question, by, confidence, verify=False
+        )
+    )
+
+
+@bp.get("/api/v1/surveys/<survey_id>/crosstab")
+@researcher_required
+def crosstab(survey_id: str) -> Any:
+    """The joint distribution of two questions."""
+    record = surveys.survey_or_404(get_store(), survey_id)
+    first, second = _required_query("first"), _required_query("second")
+    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
+    survey = SURVEYS.survey(record)
+    return _analysis(
+        lambda: stats.crosstab(
+            survey, _stored_answers(survey_id), first, second, confidence, verify=False
+        )
+    )
+
+
+def _required_query(name: str) -> str:
+    value = _query(name)
+    if value is None:
+        raise Problem(400, f"{name}: missing; give a question id, e.g. ?{name}=smokes")
+    return value

@@ -1,0 +1,163 @@
+"""Analysis commands of `deniable-aggregator`: breakdown and crosstab, on the stored reports or
+offline on a reports.jsonl export (--reports) or a CSV of wire-encoded answers (--answers)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from deniable.aggregator import stats, surveys
+from deniable.aggregator.cli.errors import CLIError, friendly
+from deniable.aggregator.ingest import SURVEYS
+from deniable.aggregator.stats.analyze import as_survey
+from deniable.aggregator.store.pool import existing_store
+from deniable.shared import Survey
+from deniable.shared.canonical import parse_json
+
+Source = tuple[Survey, Any, bool]
+
+
+def read_answers_csv(survey: Survey, path: Path) -> Iterator[dict[str, Any]]:
+    """Rows of wire-encoded answers (a column per question id) as {"answers": {...}}."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [qid for qid in survey.questions if qid not in (reader.fieldnames or [])]
+        if missing:
+            raise CLIError(f"{path}: no column for question {missing[0]!r}; one per question id")
+        for line, row in enumerate(reader, start=2):
+            answers: dict[str, Any] = {}
+            for qid, question in survey.questions.items():
+                text = (row.get(qid) or "").strip()
+                if question.mechanism == "oue":
+                    answers[qid] = text
+                elif text.lstrip("-").isdigit():
+                    answers[qid] = int(text)
+                else:
+                    raise CLIError(
+                        f"{path}, line {line}: {qid}: expected a whole number, got {text!r}"
+                    )
+            yield {"answers": answers}
+
+
+def source(
+    survey_id: str, reports: Path | None, survey_file: Path | None, answers: Path | None
+) -> Source:
+    """(survey, reports, verify) from the options: stored, a reports.jsonl file, or a CSV."""
+    if answers is not None:
+        if survey_file is None:
+            raise click.UsageError("--answers needs --survey FILE.json (the survey they answer)")
+        survey = as_survey(parse_json(survey_file.read_bytes()))
+        return survey, read_answers_csv(survey, answers), False
+    if reports is not None:
+        if survey_file is not None:
+            survey = as_survey(parse_json(survey_file.read_bytes()))
+        else:
+            survey = SURVEYS.survey(surveys.survey_or_404(existing_store(survey_id), survey_id))
+        if survey.id != survey_id:
+            raise CLIError(f"--survey holds survey {survey.id!r}, not {survey_id!r}")
+        return survey, reports.read_text("utf-8"), True
+    store = existing_store(survey_id)
+    survey = SURVEYS.survey(surveys.survey_or_404(store, survey_id))
+    return survey, (parse_json(body) for body in store.iter_report_bodies(survey_id)), False
+
+
+def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--json, --confidence and the offline sources, shared by the analysis commands."""
+    for option in reversed(
+        [
+            click.option("--json", "as_json", is_flag=True, help="Print the JSON."),
+            click.option("--confidence", type=float, default=None, help="e.g. 0.95."),
+            click.option(
+                "--reports",
+                type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                help="Analyse a reports.jsonl export (signatures checked) instead of the store.",
+            ),
+            click.option(
+                "--survey",
+                "survey_file",
+                type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                help="The survey document (with --answers, or for --reports offline).",
+            ),
+            click.option(
+                "--answers",
+                type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                help="A CSV of wire-encoded answers, a column per question id (another study's).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _level(confidence: float | None) -> float:
+    return surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@click.command("breakdown")
+@click.argument("survey_id", metavar="SURVEY")
+@click.argument("question")
+@click.option("--by", required=True, help="The plain question to group by.")
+@offline_options
+@with_appcontext
+@friendly
+def breakdown_command(survey_id: str, question: str, by: str, **options: Any) -> None:
+    """A randomized QUESTION's estimates within each group of a plain question (--by)."""
+    survey, reports, verify = source(
+        survey_id, options["reports"], options["survey_file"], options["answers"]
+    )
+    doc = stats.breakdown(
+        survey, reports, question, by, _level(options["confidence"]), verify=verify
+    )
+    if options["as_json"]:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"{question} by {by}: {doc['n']} reports, {doc['confidence']:.0%} intervals")
+    for group in doc["groups"]:
+        click.echo(f"{by} = {group['group']}  (n = {group['n']})")
+        for row in group["options"]:
+            click.echo(
+                f"  {row['option']:<20} {_cell(row['estimate'])}  "
+                f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
+            )
+    test = doc["test"]
+    if test:
+        click.echo(
+            f"no difference between groups: chi2 = {test['statistic']:.3f}, df = {test['df']}, p = {test['p_value']:.4g}"
+        )
+
+
+@click.command("crosstab")
+@click.argument("survey_id", metavar="SURVEY")
+@click.argument("first")
+@click.argument("second")
+@offline_options
+@with_appcontext
+@friendly
+def crosstab_command(survey_id: str, first: str, second: str, **options: Any) -> None:
+    """The joint distribution of questions FIRST and SECOND: a cell per pair of options."""
+    survey, reports, verify = source(
+        survey_id, options["reports"], options["survey_file"], options["answers"]
+    )
+    doc = stats.crosstab(
+        survey, reports, first, second, _level(options["confidence"]), verify=verify
+    )
+    if options["as_json"]:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"{first} x {second}: {doc['n']} reports, {doc['confidence']:.0%} intervals")
+    for cell in doc["cells"]:
+        click.echo(
+            f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
+            f"[{_cell(cell['ci_low'])}, {_cell(cell['ci_high'])}]  se {_cell(cell['stderr'])}"
+        )

@@ -1,0 +1,237 @@
+"""Analysis beyond one question at a time: breakdowns by a plain question, and cross-tabs.
+
+`breakdown` estimates a randomized question within each group of a plain question exactly as
+`analyze` would on that group's reports alone. `crosstab` estimates the joint distribution of
+two questions: with S_a and T_b a respondent's 0/1 "report supports a / b" and (p1, q1),
+(p2, q2) the options' pairs, the mean over respondents of
+(S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)) is unbiased for the share answering a and b
+(the two questions' noise is independent given the answers); its standard error is a mean's.
+Both stream the reports (memory flat in their number) and take `verify=False` for answers
+from another study.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from deniable.aggregator.stats.analyze import answer_rows, as_survey
+from deniable.aggregator.stats.estimate import question_results, z_value
+from deniable.shared import ReportError, Survey
+from deniable.shared.survey import Question
+
+#: Rows gathered before a crosstab chunk is folded into its running sums.
+CHUNK = 4096
+
+
+class AnalysisError(ReportError):
+    """The analysis asked for cannot be done as asked (a randomized grouping, too few
+    reports...); the message says what to ask instead."""
+
+
+class UnknownQuestion(AnalysisError):
+    """The analysis names a question the survey does not have."""
+
+
+def _question(survey: Survey, qid: object, role: str) -> Question:
+    if not isinstance(qid, str) or qid not in survey.questions:
+        known = ", ".join(survey.questions)
+        raise UnknownQuestion(
+            f"{role}: no question {qid!r} in survey {survey.id!r}; its questions: {known}"
+        )
+    return survey.questions[qid]
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P[chi-square(df) > x], exactly for whole df (the regularized upper gamma function)."""
+    if x <= 0:
+        return 1.0
+    half = x / 2.0
+    if df % 2 == 0:
+        term, total = 1.0, 1.0
+        for i in range(1, df // 2):
+            term *= half / i
+            total += term
+        return min(1.0, math.exp(-half) * total)
+    total = math.erfc(math.sqrt(half))
+    for i in range(1, (df + 1) // 2):
+        total += math.exp((i - 0.5) * math.log(half) - half - math.lgamma(i + 0.5))
+    return min(1.0, total)
+
+
+def difference_test(estimates: list[float], stderrs: list[float]) -> dict[str, Any] | None:
+    """Wald test that groups share one value: sum of ((f_g - weighted mean) / se_g)^2 against a
+    chi-square with (groups - 1) degrees of freedom; None with fewer than two usable groups."""
+    usable = [(f, s) for f, s in zip(estimates, stderrs, strict=True) if s and s > 0]
+    if len(usable) < 2:
+        return None
+    weights = [1.0 / (s * s) for _, s in usable]
+    mean = sum(w * f for w, (f, _) in zip(weights, usable, strict=True)) / sum(weights)
+    statistic = sum(w * (f - mean) ** 2 for w, (f, _) in zip(weights, usable, strict=True))
+    df = len(usable) - 1
+    return {
+        "name": "Wald chi-square test that every group has the same share of yes",
+        "statistic": statistic,
+        "df": df,
+        "p_value": chi2_sf(statistic, df),
+    }
+
+
+def breakdown(
+    survey: Survey | Mapping[str, Any],
+    reports: Iterable[Any] | str | bytes,
+    question: str,
+    by: str,
+    confidence: float = 0.95,
+    *,
+    verify: bool = True,
+) -> dict[str, Any]:
+    """The results of randomized `question` within each group of plain question `by`."""
+    z = z_value(confidence)
+    resolved = as_survey(survey)
+    target = _question(resolved, question, "question")
+    group = _question(resolved, by, "by")
+    if target.plain:
+        raise AnalysisError(
+            f"question: {question!r} is plain (sent as answered); break down a randomized question"
+        )
+    if not group.plain or group.type not in ("binary", "categorical"):
+        raise AnalysisError(
+            f"by: {by!r} is randomized; group by a plain question (mechanism none), whose "
+            "answers are known per report"
+        )
+    n = [0] * group.k
+    support = [[0] * target.k for _ in range(group.k)]
+    for answers in answer_rows(resolved, reports, verify=verify):
+        g = answers[by]
+        n[g] += 1
+        for v in target.supports(answers[question]):
+            support[g][v] += 1
+    groups = [
+        {
+            "group": label,
+            "n": n[g],
+            "options": question_results(target, n[g], support[g], z)["options"],
+        }
+        for g, label in enumerate(group.options)
+    ]
+    test = None
+    if target.type == "binary":
+        yes = [entry["options"][1] for entry in groups if entry["n"] > 1]
+        test = difference_test([o["estimate"] for o in yes], [o["stderr"] for o in yes])
+    return {
+        "survey": resolved.id,
+        "survey_hash": resolved.hash,
+        "question": question,
+        "by": by,
+        "confidence": confidence,
+        "n": sum(n),
+        "groups": groups,
+        "test": test,
+    }
+
+
+def _pairs(question: Question) -> tuple[np.ndarray, np.ndarray]:
+    pairs = question.randomizer.option_pairs()
+    return np.array([float(p) for p, _ in pairs]), np.array([float(q) for _, q in pairs])
+
+
+def crosstab_sums(
+    s: np.ndarray, t: np.ndarray, first: Question, second: Question
+) -> tuple[np.ndarray, np.ndarray]:
+    """(sum of x, sum of x^2) per cell over rows of 0/1 support matrices s [..., rows, k1] and
+    t [..., rows, k2], x = (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)); leading axes batch."""
+    p1, q1 = _pairs(first)
+    p2, q2 = _pairs(second)
+    a = (s - q1) / (p1 - q1)
+    b = (t - q2) / (p2 - q2)
+    x = a[..., :, :, None] * b[..., :, None, :]
+    return x.sum(axis=-3), (x * x).sum(axis=-3)
+
+
+def crosstab_cells(
+    total: np.ndarray, squares: np.ndarray, n: int | np.ndarray, z: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(estimate, stderr, ci_low, ci_high) per cell from the running sums of n respondents."""
+    n = np.asarray(n, dtype=np.float64)[..., None, None] if np.ndim(n) else float(n)
+    estimate = total / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = np.maximum(squares - n * estimate * estimate, 0.0) / (n - 1.0)
+        stderr = np.sqrt(variance / n)
+    low = np.clip(estimate - z * stderr, 0.0, 1.0)
+    high = np.clip(estimate + z * stderr, 0.0, 1.0)
+    return estimate, stderr, low, high
+
+
+def crosstab(
+    survey: Survey | Mapping[str, Any],
+    reports: Iterable[Any] | str | bytes,
+    first: str,
+    second: str,
+    confidence: float = 0.95,
+    *,
+    verify: bool = True,
+) -> dict[str, Any]:
+    """The joint distribution of two questions: a cell per pair of options."""
+    z = z_value(confidence)
+    resolved = as_survey(survey)
+    a = _question(resolved, first, "first")
+    b = _question(resolved, second, "second")
+    if first == second:
+        raise AnalysisError("second: cross a question with another one, not with itself")
+    if a.plain and b.plain:
+        raise AnalysisError(
+            "first, second: both are plain; a cross-tab needs at least one randomized question"
+        )
+    total = np.zeros((a.k, b.k))
+    squares = np.zeros((a.k, b.k))
+    n = 0
+    rows_a: list[np.ndarray] = []
+    rows_b: list[np.ndarray] = []
+
+    def fold() -> None:
+        if rows_a:
+            x, x2 = crosstab_sums(np.array(rows_a), np.array(rows_b), a, b)
+            total[...] += x
+            squares[...] += x2
+            rows_a.clear()
+            rows_b.clear()
+
+    for answers in answer_rows(resolved, reports, verify=verify):
+        n += 1
+        row_a = np.zeros(a.k)
+        row_a[list(a.supports(answers[first]))] = 1.0
+        row_b = np.zeros(b.k)
+        row_b[list(b.supports(answers[second]))] = 1.0
+        rows_a.append(row_a)
+        rows_b.append(row_b)
+        if len(rows_a) >= CHUNK:
+            fold()
+    fold()
+    if n < 2:
+        raise AnalysisError(f"a cross-tab needs at least 2 reports, got {n}")
+    estimate, stderr, low, high = crosstab_cells(total, squares, n, z)
+    cells = [
+        {
+            "first": label_a,
+            "second": label_b,
+            "estimate": float(estimate[i, j]),
+            "stderr": float(stderr[i, j]),
+            "ci_low": float(low[i, j]),
+            "ci_high": float(high[i, j]),
+        }
+        for i, label_a in enumerate(a.options)
+        for j, label_b in enumerate(b.options)
+    ]
+    return {
+        "survey": resolved.id,
+        "survey_hash": resolved.hash,
+        "first": first,
+        "second": second,
+        "n": n,
+        "confidence": confidence,
+        "cells": cells,
+    }

@@ -7,6 +7,7 @@ from typing import Any
 try:
     from deniable.aggregator.stats.analyze import analyze
     from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
+    from deniable.aggregator.stats.regress import regress
     from deniable.aggregator.web.app import create_app
 except ImportError as _missing:  # a client-only install: say what to add, on first use
     _reason = str(_missing)
@@ -17,4 +18,4 @@ except ImportError as _missing:  # a client-only install: say what to add, on fi
         )
 
 
-__all__ = ["AnalysisError", "analyze", "breakdown", "create_app", "crosstab"]
+__all__ = ["AnalysisError", "analyze", "breakdown", "create_app", "crosstab", "regress"]

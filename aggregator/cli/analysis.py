@@ -1,4 +1,4 @@
-"""Analysis commands of `deniable-aggregator`: breakdown and crosstab, on the stored reports or
+"""Analysis commands of `deniable-aggregator`: breakdown, crosstab and regress, on the stored reports or
 offline on a reports.jsonl export (--reports) or a CSV of wire-encoded answers (--answers)."""
 
 from __future__ import annotations
@@ -160,4 +160,35 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
         click.echo(
             f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
             f"[{_cell(cell['ci_low'])}, {_cell(cell['ci_high'])}]  se {_cell(cell['stderr'])}"
+        )
+
+
+@click.command("regress")
+@click.argument("survey_id", metavar="SURVEY")
+@click.argument("formula")
+@offline_options
+@with_appcontext
+@friendly
+def regress_command(survey_id: str, formula: str, **options: Any) -> None:
+    """Logistic regression of a randomized answer on plain covariates: FORMULA like
+    'smokes ~ region + adult' (R's rr model; covariates must be plain questions)."""
+    survey, reports, verify = source(
+        survey_id, options["reports"], options["survey_file"], options["answers"]
+    )
+    doc = stats.regress(survey, reports, formula, _level(options["confidence"]), verify=verify)
+    if options["as_json"]:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(
+        f"{doc['formula']}: {doc['n']} reports, log-likelihood {doc['log_likelihood']:.3f}, "
+        f"{doc['iterations']} iterations"
+    )
+    if not doc["converged"]:
+        raise CLIError(f"the fit failed: {doc['message']}")
+    level = f"{doc['confidence']:.0%}"
+    click.echo(f"  {'term':<24} {'estimate':>9} {'stderr':>9} {'z':>8} {'p':>9}  {level} interval")
+    for row in doc["coefficients"]:
+        click.echo(
+            f"  {row['term']:<24} {row['estimate']:>9.4f} {row['stderr']:>9.4f} {row['z']:>8.3f} "
+            f"{row['p_value']:>9.3g}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
         )

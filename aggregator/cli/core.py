@@ -250,6 +250,7 @@ for _command in maintenance.COMMANDS:
 cli.add_command(research.simulate_command)
 cli.add_command(analysis.breakdown_command)
 cli.add_command(analysis.crosstab_command)
+cli.add_command(analysis.regress_command)
 cli.add_command(migrate_store.migrate_store_command)
 
 

@@ -8,12 +8,14 @@ Pure computation over tallies and report dicts (numpy); the mechanism math itsel
 from deniable.aggregator.stats.analyze import analyze
 from deniable.aggregator.stats.estimate import results_csv, results_document
 from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
+from deniable.aggregator.stats.regress import regress
 
 __all__ = [
     "AnalysisError",
     "analyze",
     "breakdown",
     "crosstab",
+    "regress",
     "results_csv",
     "results_document",
 ]

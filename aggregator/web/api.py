@@ -11,13 +11,13 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
-from deniable.aggregator.stats.estimate import results_csv
+from deniable.aggregator.stats.estimate import results_csv, z_value
 from deniable.aggregator.stats.joint import UnknownQuestion
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
 from deniable.aggregator.web.auth import researcher_required
-from deniable.aggregator.web.bodies import json_body
+from deniable.aggregator.web.bodies import json_body, json_object
 from deniable.aggregator.web.problems import Problem
 from deniable.shared.canonical import parse_json
 from deniable.shared.errors import ReportError, SurveyError
@@ -211,3 +211,27 @@ def _required_query(name: str) -> str:
     if value is None:
         raise Problem(400, f"{name}: missing; give a question id, e.g. ?{name}=smokes")
     return value
+
+
+@bp.post("/api/v1/surveys/<survey_id>/regression")
+@researcher_required
+def regression(survey_id: str) -> Any:
+    """Fit {"formula": "outcome ~ covariates"} (optional "confidence") on the stored reports."""
+    record = surveys.survey_or_404(get_store(), survey_id)
+    body = json_object()
+    unknown = sorted(set(body) - {"formula", "confidence"})
+    if unknown:
+        raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send formula and confidence")
+    formula = body.get("formula")
+    if not isinstance(formula, str) or not formula.strip() or len(formula) > 2000:
+        raise Problem(422, "formula: expected a formula like 'smokes ~ region + adult'")
+    confidence = body.get("confidence", current_app.config["CONFIDENCE"])
+    try:
+        z_value(confidence)  # refuses what is not a level strictly between 0 and 1
+    except ValueError as exc:
+        raise Problem(422, str(exc)) from None
+    level = float(confidence)
+    survey = SURVEYS.survey(record)
+    return _analysis(
+        lambda: stats.regress(survey, _stored_answers(survey_id), formula, level, verify=False)
+    )

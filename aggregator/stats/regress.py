@@ -1,0 +1,281 @@
+"""Logistic regression with a randomized answer as the outcome (the model of R's rr `rrreg`).
+
+P(report supports the outcome | x) = q* + (p* - q*) logistic(x beta), fitted by maximum
+likelihood: Fisher scoring steps with step halving until the gradient of the average
+log-likelihood is below 1e-8, then standard errors from the observed information (the
+Hessian) at the maximum, Wald z, two-sided p and interval. Covariates are plain questions
+(binary 0/1, categorical as treatment dummies with the first option as reference), combined
+by a Wilkinson formula as `formulaic` parses it. Reports are streamed and folded into counts
+per covariate pattern, so memory does not grow with their number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from deniable.aggregator.stats.analyze import answer_rows, as_survey
+from deniable.aggregator.stats.estimate import z_value
+from deniable.aggregator.stats.joint import AnalysisError, UnknownQuestion
+from deniable.shared import Survey
+
+#: Gradient norm of the average log-likelihood at which the fit has converged.
+TOLERANCE = 1e-8
+MAX_ITERATIONS = 200
+#: A linear predictor this large means a fitted probability of 0 or 1: (quasi-)separation.
+SEPARATION = 30.0
+
+_OUTCOME = re.compile(r"^\s*`?([a-z0-9][a-z0-9_-]{0,63})`?\s*(?:\[\s*(.+?)\s*\])?\s*$")
+
+
+def _outcome(survey: Survey, text: str) -> tuple[str, int]:
+    """(question id, option index) of the left-hand side: `smokes` (its yes) or `party[B]`."""
+    match = _OUTCOME.match(text)
+    if not match:
+        raise AnalysisError(
+            f"formula: the outcome {text.strip()!r} is not a question; write e.g. "
+            "'smokes ~ region' or 'party[B] ~ region'"
+        )
+    qid, label = match.groups()
+    if qid not in survey.questions:
+        raise UnknownQuestion(
+            f"formula: no question {qid!r} in survey {survey.id!r}; its questions: "
+            f"{', '.join(survey.questions)}"
+        )
+    question = survey.questions[qid]
+    if question.plain:
+        raise AnalysisError(
+            f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
+            "randomized question"
+        )
+    if label is None:
+        if question.type != "binary":
+            raise AnalysisError(
+                f"formula: {qid!r} has several options; name one as the outcome, e.g. "
+                f"{qid}[{question.options[1]}]"
+            )
+        return qid, 1
+    label = label.strip("'\"")
+    if label not in question.options:
+        raise AnalysisError(
+            f"formula: {qid!r} has no option {label!r}; its options: {', '.join(question.options)}"
+        )
+    return qid, question.options.index(label)
+
+
+def _covariates(survey: Survey, rhs: Any) -> list[str]:
+    """The plain questions the right-hand side uses (a randomized one is refused)."""
+    used = []
+    for name in sorted(rhs.required_variables):
+        if name not in survey.questions:
+            raise UnknownQuestion(
+                f"formula: no question {name!r} in survey {survey.id!r}; its questions: "
+                f"{', '.join(survey.questions)} (write an id with '-' in backticks: `age-group`)"
+            )
+        question = survey.questions[name]
+        if not question.plain:
+            raise AnalysisError(
+                f"formula: {name!r} is randomized, so its true answer is unknown per report; "
+                "covariates must be plain questions (mechanism none)"
+            )
+        used.append(name)
+    return used
+
+
+def _parse(formula: object) -> tuple[str, Any]:
+    from formulaic import Formula
+
+    if not isinstance(formula, str) or "~" not in formula:
+        raise AnalysisError(
+            f"formula: expected 'outcome ~ covariates', e.g. 'smokes ~ region + adult', got {formula!r}"
+        )
+    lhs, _, rhs_text = formula.partition("~")
+    try:
+        rhs = Formula(rhs_text.strip() or "1", _ordering="none")
+    except Exception as exc:  # formulaic's parse errors have many types
+        raise AnalysisError(f"formula: cannot parse {rhs_text.strip()!r}: {exc}") from None
+    return lhs, rhs
+
+
+def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]]) -> Any:
+    import pandas as pd
+
+    columns: dict[str, Any] = {}
+    for i, qid in enumerate(covariates):
+        question = survey.questions[qid]
+        values = [pattern[i] for pattern in patterns]
+        if question.type == "binary":
+            columns[qid] = np.array(values, dtype=np.float64)
+        else:
+            labels = [question.options[v] for v in values]
+            columns[qid] = pd.Categorical(labels, categories=question.options)
+    return pd.DataFrame(columns, index=range(len(patterns)))
+
+
+def fit(x: np.ndarray, ones: np.ndarray, zeros: np.ndarray, p: float, q: float) -> dict[str, Any]:
+    """Maximum likelihood of P(y = 1 | x) = q + (p - q) logistic(x b) for counts of ones and
+    zeros per row of x: (beta, covariance, log-likelihood, iterations, converged, message)."""
+    n = float(ones.sum() + zeros.sum())
+    gap = p - q
+    k = x.shape[1]
+    beta = np.zeros(k)
+
+    def parts(b: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        eta = np.clip(x @ b, -700, 700)
+        s = 1.0 / (1.0 + np.exp(-eta))
+        pi = np.clip(q + gap * s, 1e-300, 1 - 1e-16)
+        loglik = float(np.sum(ones * np.log(pi) + zeros * np.log1p(-pi)))
+        ds = s * (1.0 - s)
+        residual = ones / pi - zeros / (1.0 - pi)
+        score = x.T @ (residual * gap * ds)
+        info = (ones + zeros) * (gap * ds) ** 2 / (pi * (1.0 - pi))  # expected information
+        observed = (ones / pi**2 + zeros / (1.0 - pi) ** 2) * (
+            gap * ds
+        ) ** 2 - residual * gap * ds * (1.0 - 2.0 * s)
+        return loglik, score, info, observed
+
+    loglik, score, info, observed = parts(beta)
+    message = ""
+    converged = False
+    iterations = 0
+    while iterations < MAX_ITERATIONS:
+        iterations += 1
+        fisher = x.T @ (x * info[:, None])
+        try:
+            step = np.linalg.solve(fisher, score)
+        except np.linalg.LinAlgError:
+            message = "the covariates are collinear (or a category has no reports): drop a term"
+            break
+        for _ in range(60):
+            trial = beta + step
+            new = parts(trial)
+            if new[0] >= loglik - 1e-12 * max(1.0, abs(loglik)):
+                break
+            step = step / 2.0
+        beta = trial
+        loglik, score, info, observed = new
+        if np.linalg.norm(score) / n < TOLERANCE:
+            converged = True
+            break
+        if np.max(np.abs(x @ beta)) > SEPARATION:
+            break
+    if converged and np.max(np.abs(x @ beta)) > SEPARATION:
+        converged = False
+    if not converged and not message:
+        if np.max(np.abs(x @ beta)) > SEPARATION:
+            message = (
+                "separation: some covariate pattern predicts the outcome (almost) perfectly, so "
+                "its coefficients have no finite maximum-likelihood estimate; merge categories or "
+                "drop the term"
+            )
+        else:
+            message = f"no convergence within {MAX_ITERATIONS} iterations"
+    covariance = None
+    if converged:
+        hessian = x.T @ (x * observed[:, None])
+        try:
+            covariance = np.linalg.inv(hessian)
+        except np.linalg.LinAlgError:
+            converged = False
+            message = "the observed information is singular at the maximum: drop a term"
+        else:
+            if np.any(np.diag(covariance) <= 0) or not np.all(np.isfinite(covariance)):
+                converged = False
+                message = "the likelihood is flat in some direction: the model is not identified"
+                covariance = None
+    return {
+        "beta": beta,
+        "covariance": covariance,
+        "log_likelihood": loglik,
+        "iterations": iterations,
+        "converged": converged,
+        "message": message,
+    }
+
+
+def regress(
+    survey: Survey | Mapping[str, Any],
+    reports: Iterable[Any] | str | bytes,
+    formula: str,
+    confidence: float = 0.95,
+    *,
+    verify: bool = True,
+) -> dict[str, Any]:
+    """Fit `outcome ~ covariates` on the reports; the coefficients with their standard errors,
+    or `converged: false` and a message (separation, collinearity) instead of numbers."""
+    z = z_value(confidence)
+    resolved = as_survey(survey)
+    lhs, rhs = _parse(formula)
+    outcome, option = _outcome(resolved, lhs)
+    covariates = _covariates(resolved, rhs)
+    question = resolved.questions[outcome]
+    p, q = (float(v) for v in question.randomizer.option_pairs()[option])
+    counts: Counter[tuple[tuple[int, ...], int]] = Counter()
+    n = 0
+    for answers in answer_rows(resolved, reports, verify=verify):
+        n += 1
+        y = int(option in question.supports(answers[outcome]))
+        counts[(tuple(answers[c] for c in covariates), y)] += 1
+    patterns = sorted({pattern for pattern, _ in counts})
+    if n < 2 or not patterns:
+        raise AnalysisError(f"a regression needs reports; got {n}")
+    frame = _frame(resolved, covariates, patterns)
+    try:
+        matrix = rhs.get_model_matrix(frame)
+    except Exception as exc:
+        raise AnalysisError(f"formula: cannot build the model: {exc}") from None
+    terms = [str(c) for c in matrix.columns]
+    x = np.asarray(matrix, dtype=np.float64)
+    if n <= x.shape[1]:
+        raise AnalysisError(f"{n} reports cannot fit {x.shape[1]} coefficients; collect more")
+    ones = np.array([counts[(pattern, 1)] for pattern in patterns], dtype=np.float64)
+    zeros = np.array([counts[(pattern, 0)] for pattern in patterns], dtype=np.float64)
+    result = fit(x, ones, zeros, p, q)
+    coefficients = []
+    for i, term in enumerate(terms):
+        row: dict[str, Any] = {
+            "term": term,
+            "estimate": None,
+            "stderr": None,
+            "z": None,
+            "p_value": None,
+            "ci_low": None,
+            "ci_high": None,
+        }
+        if result["converged"]:
+            estimate = float(result["beta"][i])
+            stderr = math.sqrt(float(result["covariance"][i, i]))
+            row.update(
+                estimate=estimate,
+                stderr=stderr,
+                z=estimate / stderr,
+                p_value=math.erfc(abs(estimate / stderr) / math.sqrt(2.0)),
+                ci_low=estimate - z * stderr,
+                ci_high=estimate + z * stderr,
+            )
+        coefficients.append(row)
+    doc: dict[str, Any] = {
+        "survey": resolved.id,
+        "survey_hash": resolved.hash,
+        "formula": formula,
+        "outcome": {
+            "question": outcome,
+            "option": question.options[option],
+            "p_star": p,
+            "q_star": q,
+        },
+        "n": n,
+        "confidence": confidence,
+        "converged": result["converged"],
+        "iterations": result["iterations"],
+        "log_likelihood": result["log_likelihood"],
+        "coefficients": coefficients,
+    }
+    if result["message"]:
+        doc["message"] = result["message"]
+    return doc

@@ -39,6 +39,7 @@ from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
+from deniable.aggregator import stats
 from deniable.aggregator import surveys as actions
 from deniable.aggregator.credentials import digest
 from deniable.aggregator.ingest import SURVEYS
@@ -49,6 +50,7 @@ from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.web.charts import question_chart
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
+from deniable.shared.errors import DeniableError
 from deniable.shared.survey import format_timestamp
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -352,6 +354,92 @@ def qr_code(survey_id: str) -> Response:
         mimetype="image/svg+xml",
         headers={"Content-Disposition": f'inline; filename="{survey_id}-qr.svg"'},
     )
+
+
+def _stored_rows(survey_id: str) -> Any:
+    return (parse_json(body) for body in get_store().iter_report_bodies(survey_id))
+
+
+@bp.route("/surveys/<survey_id>/analysis")
+def analysis(survey_id: str) -> str:
+    """Breakdowns by a plain question, cross-tabs and regression, from the stored reports."""
+    record, resolved = _survey_or_404(survey_id)
+    confidence = _confidence()
+    args = request.args
+    randomized = [q for q in resolved.questions.values() if not q.plain]
+    plain = [q for q in resolved.questions.values() if q.plain]
+    found: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    runs = {
+        "breakdown": lambda: stats.breakdown(
+            resolved,
+            _stored_rows(survey_id),
+            args["question"],
+            args["by"],
+            confidence,
+            verify=False,
+        ),
+        "crosstab": lambda: stats.crosstab(
+            resolved,
+            _stored_rows(survey_id),
+            args["first"],
+            args["second"],
+            confidence,
+            verify=False,
+        ),
+        "regression": lambda: stats.regress(
+            resolved, _stored_rows(survey_id), args["formula"], confidence, verify=False
+        ),
+    }
+    needs = {
+        "breakdown": ("question", "by"),
+        "crosstab": ("first", "second"),
+        "regression": ("formula",),
+    }
+    for name, run in runs.items():
+        if all(args.get(key) for key in needs[name]):
+            try:
+                found[name] = run()
+            except DeniableError as exc:
+                errors[name] = str(exc)
+    charts = []
+    if "breakdown" in found:
+        doc = found["breakdown"]
+        target = resolved.questions[doc["question"]]
+        for group in doc["groups"]:
+            entry = {"id": target.id, "type": target.type, "options": group["options"]}
+            title = f"{target.text}: {doc['by']} = {group['group']}"
+            charts.append({"group": group, "chart": question_chart(entry, confidence, title)})
+    if "crosstab" in found:
+        doc = found["crosstab"]
+        first, second = resolved.questions[doc["first"]], resolved.questions[doc["second"]]
+        cells = {(c["first"], c["second"]): c for c in doc["cells"]}
+        found["crosstab_rows"] = [
+            {"label": a, "cells": [cells[(a, b)] for b in second.options]} for a in first.options
+        ]
+        found["crosstab_columns"] = second.options
+    return render_template(
+        "analysis.html",
+        record=record,
+        survey=resolved,
+        randomized=randomized,
+        plain=plain,
+        questions=list(resolved.questions.values()),
+        found=found,
+        errors=errors,
+        charts=charts,
+        args=args,
+        confidence=confidence,
+        example=_example_formula(randomized, plain),
+    )
+
+
+def _example_formula(randomized: list[Any], plain: list[Any]) -> str:
+    outcome = next((q.id for q in randomized if q.type == "binary"), None)
+    if outcome is None and randomized:
+        outcome = f"{randomized[0].id}[{randomized[0].options[1]}]"
+    covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in plain[:2]) or "1"
+    return f"{outcome} ~ {covariates}" if outcome else ""
 
 
 @bp.route("/surveys/<survey_id>/count.json")

@@ -136,3 +136,40 @@ def test_survey_page_refreshes_when_reports_arrive(live_server: Any, page: Any) 
     # A locator, not wait_for_function: the dashboard's CSP (rightly) forbids eval.
     expect(page.locator("#n")).to_have_text("35", timeout=20_000)
     assert not violations, violations
+
+
+COVARIATES = {
+    "id": "covariates",
+    "title": "With covariates",
+    "questions": [
+        {"id": "smokes", "text": "Do you smoke?", "type": "binary", "epsilon": 2.0},
+        {
+            "id": "region",
+            "text": "Region?",
+            "type": "categorical",
+            "options": ["north", "south"],
+            "mechanism": "none",
+        },
+    ],
+}
+
+
+def test_analysis_page_breakdown_and_regression(live_server: Any, page: Any) -> None:
+    survey = Survey.from_dict(live_server.create_survey(COVARIATES)["survey"])
+    reports = [
+        make_report(survey, {"smokes": i % 3 == 0, "region": i % 2}, generate_key())
+        for i in range(200)
+    ]
+    requests.post(f"{live_server.url}/api/v1/reports", json={"reports": reports}, timeout=30)
+    login(page, live_server, live_server.token)
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/surveys/covariates")
+    page.get_by_role("link", name="Breakdowns, cross-tabs, regression").click()
+    page.get_by_role("button", name="Break down").click()
+    expect(page.locator("#breakdown-result svg.chart")).to_have_count(2)
+    page.get_by_label("Formula").fill("smokes ~ nope")
+    page.get_by_role("button", name="Fit").click()
+    expect(page.get_by_role("alert")).to_contain_text("no question 'nope'")
+    page.get_by_label("Formula").fill("smokes ~ region")
+    page.get_by_role("button", name="Fit").click()
+    expect(page.locator("#regression-result")).to_contain_text("region[T.south]")

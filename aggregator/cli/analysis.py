@@ -16,7 +16,7 @@ from flask.cli import with_appcontext
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.ingest import SURVEYS
-from deniable.aggregator.stats.analyze import as_survey
+from deniable.aggregator.stats.analyze import StoredAnswers, as_survey
 from deniable.aggregator.store.pool import existing_store
 from deniable.shared import Survey
 from deniable.shared.canonical import parse_json
@@ -65,7 +65,7 @@ def source(
         return survey, reports.read_text("utf-8"), True
     store = existing_store(survey_id)
     survey = SURVEYS.survey(surveys.survey_or_404(store, survey_id))
-    return survey, (parse_json(body) for body in store.iter_report_bodies(survey_id)), False
+    return survey, StoredAnswers(store, survey_id), False
 
 
 def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:

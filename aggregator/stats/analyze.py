@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from deniable.aggregator.stats.estimate import results_document, z_value
@@ -92,6 +93,36 @@ def answer_rows(
         seen_ids[rid] = body
         seen_keys.add(report["public_key"])
         yield report["answers"]
+
+
+class StoredAnswers:
+    """A survey's stored reports for the analyses, counted by the store's database (the
+    reports were checked and verified when they arrived)."""
+
+    def __init__(self, store: Any, survey_id: str):
+        self.store = store
+        self.survey_id = survey_id
+
+    def counts(self, question_ids: Sequence[str]) -> Mapping[tuple[Any, ...], int]:
+        """Reports per combination of noisy answers to these questions."""
+        return self.store.answer_counts(self.survey_id, list(question_ids))
+
+
+def answer_counts(
+    survey: Survey,
+    reports: Iterable[Any] | str | bytes | StoredAnswers,
+    question_ids: Sequence[str],
+    *,
+    verify: bool = True,
+) -> Mapping[tuple[Any, ...], int]:
+    """How many reports sent each combination of noisy answers to these questions: from the
+    store's database, or by streaming (and checking) the reports given."""
+    if isinstance(reports, StoredAnswers):
+        return reports.counts(question_ids)
+    return Counter(
+        tuple(answers[qid] for qid in question_ids)
+        for answers in answer_rows(survey, reports, verify=verify)
+    )
 
 
 def tally(

@@ -6,7 +6,7 @@ two questions: with S_a and T_b a respondent's 0/1 "report supports a / b" and (
 (p2, q2) the options' pairs, the mean over respondents of
 (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)) is unbiased for the share answering a and b
 (the two questions' noise is independent given the answers); its standard error is a mean's.
-Both stream the reports (memory flat in their number) and take `verify=False` for answers
+Both stream the reports, counting distinct answers (memory flat in their number), and take `verify=False` for answers
 from another study.
 """
 
@@ -18,13 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.analyze import answer_rows, as_survey
+from deniable.aggregator.stats.analyze import answer_counts, as_survey
 from deniable.aggregator.stats.estimate import question_results, z_value
 from deniable.shared import ReportError, Survey
 from deniable.shared.survey import Question
-
-#: Rows gathered before a crosstab chunk is folded into its running sums.
-CHUNK = 4096
 
 
 class AnalysisError(ReportError):
@@ -105,11 +102,12 @@ def breakdown(
         )
     n = [0] * group.k
     support = [[0] * target.k for _ in range(group.k)]
-    for answers in answer_rows(resolved, reports, verify=verify):
-        g = answers[by]
-        n[g] += 1
-        for v in target.supports(answers[question]):
-            support[g][v] += 1
+    for (answer, g), count in answer_counts(
+        resolved, reports, (question, by), verify=verify
+    ).items():
+        n[g] += count
+        for v in target.supports(answer):
+            support[g][v] += count
     groups = [
         {
             "group": label,
@@ -140,16 +138,22 @@ def _pairs(question: Question) -> tuple[np.ndarray, np.ndarray]:
 
 
 def crosstab_sums(
-    s: np.ndarray, t: np.ndarray, first: Question, second: Question
+    s: np.ndarray,
+    t: np.ndarray,
+    first: Question,
+    second: Question,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sum of x, sum of x^2) per cell over rows of 0/1 support matrices s [..., rows, k1] and
-    t [..., rows, k2], x = (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)); leading axes batch."""
+    t [..., rows, k2], x = (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)), each row counted
+    `weights` times (once by default); leading axes batch."""
     p1, q1 = _pairs(first)
     p2, q2 = _pairs(second)
     a = (s - q1) / (p1 - q1)
     b = (t - q2) / (p2 - q2)
     x = a[..., :, :, None] * b[..., :, None, :]
-    return x.sum(axis=-3), (x * x).sum(axis=-3)
+    w = 1.0 if weights is None else weights[..., :, None, None]
+    return (w * x).sum(axis=-3), (w * x * x).sum(axis=-3)
 
 
 def crosstab_cells(
@@ -186,31 +190,20 @@ def crosstab(
         raise AnalysisError(
             "first, second: both are plain; a cross-tab needs at least one randomized question"
         )
+    # A question has few distinct noisy answers: count the pairs, then weigh each pair's terms.
+    pairs = answer_counts(resolved, reports, (first, second), verify=verify)
+    n = sum(pairs.values())
     total = np.zeros((a.k, b.k))
     squares = np.zeros((a.k, b.k))
-    n = 0
-    rows_a: list[np.ndarray] = []
-    rows_b: list[np.ndarray] = []
-
-    def fold() -> None:
-        if rows_a:
-            x, x2 = crosstab_sums(np.array(rows_a), np.array(rows_b), a, b)
-            total[...] += x
-            squares[...] += x2
-            rows_a.clear()
-            rows_b.clear()
-
-    for answers in answer_rows(resolved, reports, verify=verify):
-        n += 1
-        row_a = np.zeros(a.k)
-        row_a[list(a.supports(answers[first]))] = 1.0
-        row_b = np.zeros(b.k)
-        row_b[list(b.supports(answers[second]))] = 1.0
-        rows_a.append(row_a)
-        rows_b.append(row_b)
-        if len(rows_a) >= CHUNK:
-            fold()
-    fold()
+    if pairs:
+        keys = list(pairs)
+        s = np.zeros((len(keys), a.k))
+        t = np.zeros((len(keys), b.k))
+        for row, (answer_a, answer_b) in enumerate(keys):
+            s[row, list(a.supports(answer_a))] = 1.0
+            t[row, list(b.supports(answer_b))] = 1.0
+        weights = np.array([pairs[key] for key in keys], dtype=np.float64)
+        total, squares = crosstab_sums(s, t, a, b, weights)
     if n < 2:
         raise AnalysisError(f"a cross-tab needs at least 2 reports, got {n}")
     estimate, stderr, low, high = crosstab_cells(total, squares, n, z)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.analyze import answer_rows, as_survey
+from deniable.aggregator.stats.analyze import answer_counts, as_survey
 from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.joint import AnalysisError, UnknownQuestion
 from deniable.shared import Survey
@@ -216,11 +216,10 @@ def regress(
     question = resolved.questions[outcome]
     p, q = (float(v) for v in question.randomizer.option_pairs()[option])
     counts: Counter[tuple[tuple[int, ...], int]] = Counter()
-    n = 0
-    for answers in answer_rows(resolved, reports, verify=verify):
-        n += 1
-        y = int(option in question.supports(answers[outcome]))
-        counts[(tuple(answers[c] for c in covariates), y)] += 1
+    seen = answer_counts(resolved, reports, (outcome, *covariates), verify=verify)
+    for (answer, *pattern), count in seen.items():
+        counts[(tuple(pattern), int(option in question.supports(answer)))] += count
+    n = sum(counts.values())
     patterns = sorted({pattern for pattern, _ in counts})
     if n < 2 or not patterns:
         raise AnalysisError(f"a regression needs reports; got {n}")

@@ -163,6 +163,14 @@ class Store(ABC):
     def iter_report_bodies(self, survey_id: str, *, chunk: int = 1000) -> Iterator[str]:
         """Every stored report body of a survey in arrival order, fetched `chunk` rows at a time."""
 
+    @abstractmethod
+    def answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> dict[tuple[Any, ...], int]:
+        """How many stored reports (whose bodies are kept) sent each combination of noisy
+        answers to these questions, counted by the database: what breakdowns, cross-tabs and
+        regressions need, without moving every report into Python."""
+
     # verification and retention (see recount.py)
     @abstractmethod
     def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:

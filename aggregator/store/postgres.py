@@ -23,8 +23,10 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import count as counter
+from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -466,6 +468,21 @@ class PostgresStore(SQLStore):
             cur.execute(self._sql(f"SELECT body FROM reports WHERE {where} ORDER BY seq"), args)
             for (body,) in cur:
                 yield body
+
+    def answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> dict[tuple[Any, ...], int]:
+        columns = sql.SQL(", ").join(
+            sql.SQL("(body::jsonb -> 'answers' -> {})").format(sql.Literal(qid))
+            for qid in question_ids
+        )
+        query = sql.SQL(
+            "SELECT {columns}, count(*) FROM reports WHERE survey_id = %s AND body <> '' "
+            "GROUP BY {columns}"
+        ).format(columns=columns)
+        with self._tx(snapshot=True) as conn:
+            rows = conn.execute(query, (survey_id,)).fetchall()
+        return {tuple(row[:-1]): row[-1] for row in rows}
 
     # verification and retention
     def _stored_tallies(self, conn: psycopg.Connection, survey_id: str) -> dict[str, list[int]]:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -347,6 +348,18 @@ class SQLiteStore(SQLStore):
             for _, body in rows:
                 yield body
             last = rows[-1][0]
+
+    def answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> dict[tuple[Any, ...], int]:
+        paths = [f"json_extract(body, '$.answers.\"{qid}\"')" for qid in question_ids]
+        columns = ", ".join(paths)
+        rows = self.conn.execute(
+            f"SELECT {columns}, count(*) FROM reports WHERE survey_id = ? AND body != '' "
+            f"GROUP BY {columns}",
+            (survey_id,),
+        ).fetchall()
+        return {tuple(row[:-1]): row[-1] for row in rows}
 
     # verification and retention
     def _bodies(

@@ -11,6 +11,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
+from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import results_csv, z_value
 from deniable.aggregator.stats.joint import UnknownQuestion
 from deniable.aggregator.store import StoreError
@@ -19,7 +20,6 @@ from deniable.aggregator.web import report_endpoint
 from deniable.aggregator.web.auth import researcher_required
 from deniable.aggregator.web.bodies import json_body, json_object
 from deniable.aggregator.web.problems import Problem
-from deniable.shared.canonical import parse_json
 from deniable.shared.errors import ReportError, SurveyError
 
 bp = Blueprint("api", __name__)
@@ -160,9 +160,9 @@ def reports_jsonl(survey_id: str) -> Any:
     return response
 
 
-def _stored_answers(survey_id: str) -> Any:
-    """The stored reports of a survey as report dicts, streamed (verified when they arrived)."""
-    return (parse_json(body) for body in get_store().iter_report_bodies(survey_id))
+def _stored_answers(survey_id: str) -> StoredAnswers:
+    """The survey's stored reports, counted by the database (verified when they arrived)."""
+    return StoredAnswers(get_store(), survey_id)
 
 
 def _analysis(run: Any) -> Any:

@@ -44,6 +44,7 @@ from deniable.aggregator import surveys as actions
 from deniable.aggregator.credentials import digest
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import planning
+from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import results_csv, results_document
 from deniable.aggregator.store import SurveyRecord
 from deniable.aggregator.store.pool import get_store
@@ -356,8 +357,8 @@ def qr_code(survey_id: str) -> Response:
     )
 
 
-def _stored_rows(survey_id: str) -> Any:
-    return (parse_json(body) for body in get_store().iter_report_bodies(survey_id))
+def _stored_rows(survey_id: str) -> StoredAnswers:
+    return StoredAnswers(get_store(), survey_id)
 
 
 @bp.route("/surveys/<survey_id>/analysis")

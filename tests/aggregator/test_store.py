@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
@@ -323,3 +324,21 @@ def test_tokens_are_removed_by_name(fresh):
     assert fresh.remove_tokens("alice") == 2
     assert fresh.remove_tokens("alice") == 0
     assert fresh.token_hashes() == ["h3"]
+
+
+def test_answer_counts_are_counted_by_the_database(fresh):
+    bodies = [
+        {"answers": {"q": 1, "bits": "0110", "age-group": 2}},
+        {"answers": {"q": 1, "bits": "0110", "age-group": 2}},
+        {"answers": {"q": 0, "bits": "0110", "age-group": 1}},
+        {"answers": {"q": 1, "bits": "1000", "age-group": 2}},
+    ]
+    reports = [
+        NewReport(f"r{i}", "s", f"k{i}", json.dumps(b), {"q": (b["answers"]["q"],)})
+        for i, b in enumerate(bodies)
+    ]
+    assert fresh.add_reports(reports, "2026-01-01T00") == ["accepted"] * 4
+    counts = fresh.answer_counts("s", ["q", "bits", "age-group"])
+    assert counts == {(1, "0110", 2): 2, (0, "0110", 1): 1, (1, "1000", 2): 1}
+    assert fresh.answer_counts("s", ["q"]) == {(1,): 3, (0,): 1}
+    assert fresh.answer_counts("nope", ["q"]) == {}

@@ -2,50 +2,23 @@
 
 from __future__ import annotations
 
-import functools
-import sqlite3
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from deniable.aggregator.cli.errors import friendly
 from deniable.aggregator.store import recount
 from deniable.aggregator.store.pool import existing_store
 from deniable.shared.errors import DeniableError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _Failure(click.ClickException):
-    """`error: ...` on stderr, exit status 1."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _friendly(command: F) -> F:
-    """Errors the operator can act on as one line on stderr, never a traceback."""
-
-    @functools.wraps(command)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except (DeniableError, sqlite3.Error) as exc:
-            raise _Failure(str(exc)) from None
-        except OSError as exc:
-            raise _Failure(f"{exc.strerror or exc} ({exc.filename})") from None
-
-    return wrapped  # type: ignore[return-value]
 
 
 @click.command("verify")
 @click.argument("survey")
 @click.option("--repair", is_flag=True, help="Replace differing tallies and n by the recount.")
 @with_appcontext
-@_friendly
+@friendly
 def verify_command(survey: str, repair: bool) -> None:
     """Recount SURVEY's n and tallies from its stored reports; exit 1 on any difference.
 
@@ -78,7 +51,7 @@ def verify_command(survey: str, repair: bool) -> None:
     help="Delete report bodies received more than DAYS days ago (default DENIABLE_RETENTION_DAYS).",
 )
 @with_appcontext
-@_friendly
+@friendly
 def purge_command(days: int | None) -> None:
     """Delete old raw reports (retention); tallies and n are kept."""
     days = days or current_app.config.get("RETENTION_DAYS")
@@ -93,7 +66,7 @@ def purge_command(days: int | None) -> None:
 @click.command("backup")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @with_appcontext
-@_friendly
+@friendly
 def backup_command(file: Path) -> None:
     """Copy the database to FILE while the aggregator runs (SQLite's online backup API)."""
     store = existing_store()

@@ -176,34 +176,27 @@ def _analysis(run: Any) -> Any:
         raise Problem(422, str(exc)) from None
 
 
+def _two_question_analysis(survey_id: str, names: tuple[str, str], analyse: Any) -> Any:
+    """Run breakdown or crosstab on the stored reports, questions named by query parameters."""
+    record = surveys.survey_or_404(get_store(), survey_id)
+    first, second = (_required_query(name) for name in names)
+    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
+    survey = SURVEYS.survey(record)
+    return _analysis(lambda: analyse(survey, _stored_answers(survey_id), first, second, confidence))
+
+
 @bp.get("/api/v1/surveys/<survey_id>/breakdown")
 @researcher_required
 def breakdown(survey_id: str) -> Any:
     """A randomized question's results within each group of a plain question."""
-    record = surveys.survey_or_404(get_store(), survey_id)
-    question, by = _required_query("question"), _required_query("by")
-    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
-    survey = SURVEYS.survey(record)
-    return _analysis(
-        lambda: stats.breakdown(
-            survey, _stored_answers(survey_id), question, by, confidence, verify=False
-        )
-    )
+    return _two_question_analysis(survey_id, ("question", "by"), stats.breakdown)
 
 
 @bp.get("/api/v1/surveys/<survey_id>/crosstab")
 @researcher_required
 def crosstab(survey_id: str) -> Any:
     """The joint distribution of two questions."""
-    record = surveys.survey_or_404(get_store(), survey_id)
-    first, second = _required_query("first"), _required_query("second")
-    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
-    survey = SURVEYS.survey(record)
-    return _analysis(
-        lambda: stats.crosstab(
-            survey, _stored_answers(survey_id), first, second, confidence, verify=False
-        )
-    )
+    return _two_question_analysis(survey_id, ("first", "second"), stats.crosstab)
 
 
 def _required_query(name: str) -> str:

@@ -8,6 +8,7 @@ then both fail to upgrade a deferred transaction. Readers are never blocked (WAL
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sqlite3
 from collections import Counter
@@ -352,14 +353,16 @@ class SQLiteStore(SQLStore):
     def answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> dict[tuple[Any, ...], int]:
-        paths = [f"json_extract(body, '$.answers.\"{qid}\"')" for qid in question_ids]
-        columns = ", ".join(paths)
+        # One json_extract with every path parses each body once and returns a JSON array.
+        paths = ", ".join(f"'$.answers.\"{qid}\"'" for qid in question_ids)
         rows = self.conn.execute(
-            f"SELECT {columns}, count(*) FROM reports WHERE survey_id = ? AND body != '' "
-            f"GROUP BY {columns}",
+            f"SELECT json_extract(body, {paths}) AS answers, count(*) FROM reports "
+            "WHERE survey_id = ? AND body != '' GROUP BY answers",
             (survey_id,),
         ).fetchall()
-        return {tuple(row[:-1]): row[-1] for row in rows}
+        if len(question_ids) == 1:
+            return {(answers,): n for answers, n in rows}
+        return {tuple(json.loads(answers)): n for answers, n in rows}
 
     # verification and retention
     def _bodies(

@@ -264,3 +264,38 @@ def test_a_phone_answers_from_the_keyboard_without_cookies(server: Any, browser:
         assert n_reports(server) == 1
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_browser_without_ed25519_sends_nothing(server: Any, browser: Any) -> None:
+    context = browser.new_context()
+    context.add_init_script(
+        """const generate = crypto.subtle.generateKey.bind(crypto.subtle);
+        crypto.subtle.generateKey = (algorithm, ...rest) =>
+          String(algorithm.name || algorithm) === 'Ed25519'
+            ? Promise.reject(new DOMException('Unrecognized name', 'NotSupportedError'))
+            : generate(algorithm, ...rest);"""
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/s/web-page")
+        expect(page.locator("#status")).to_contain_text("lacks Ed25519 signatures")
+        expect(page.locator("button[type=submit]")).to_be_disabled()
+        assert n_reports(server) == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_survey_over_the_epsilon_cap_is_refused_before_randomizing(
+    server: Any, page: Any
+) -> None:
+    costly = [
+        {"id": f"q{i}", "text": f"Question {i}?", "type": "binary", "epsilon": 1.5}
+        for i in range(8)
+    ]
+    server.create_survey({"id": "costly", "title": "Too costly", "questions": costly})
+    page.goto(f"{server.url}/s/costly")
+    expect(page.locator("#status")).to_contain_text("over its cap of 10")
+    expect(page.locator("button[type=submit]")).to_be_disabled()
+    assert n_reports(server, "costly") == 0

@@ -13,7 +13,6 @@ from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import results_csv, z_value
-from deniable.aggregator.stats.joint import UnknownQuestion
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
@@ -82,6 +81,9 @@ def close_survey(survey_id: str) -> Any:
 def invitations(survey_id: str) -> Any:
     """{"count": n} single-use invitation codes for an invite-only survey."""
     body = json_body()
+    unknown = sorted(set(body) - {"count"}) if isinstance(body, dict) else []
+    if unknown:
+        raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send only count")
     count = body.get("count") if isinstance(body, dict) else None
     limit = current_app.config["MAX_INVITATIONS"]
     codes = surveys.invite(get_store(), survey_id, count, limit=limit)
@@ -166,12 +168,10 @@ def _stored_answers(survey_id: str) -> StoredAnswers:
 
 
 def _analysis(run: Any) -> Any:
-    """Run an analysis: an unknown question is a 404, a question of the wrong kind (or too few
-    reports) a 422, each saying what to ask instead."""
+    """Run an analysis: a question the survey lacks, one of the wrong kind or too few reports is
+    a 422 (the survey exists: 404 would say it does not) that says what to ask instead."""
     try:
         return Response(json.dumps(run()), mimetype="application/json")
-    except UnknownQuestion as exc:
-        raise Problem(404, str(exc)) from None
     except (AnalysisError, ReportError) as exc:
         raise Problem(422, str(exc)) from None
 

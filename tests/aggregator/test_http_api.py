@@ -210,7 +210,7 @@ def test_invitations_need_an_invite_only_survey_and_a_count(client, auth, publis
     assert_problem(
         client.post("/api/v1/surveys/nope/invitations", json={"count": 2}, headers=auth), 404
     )
-    for bad in ({"count": 0}, {"count": "3"}, {}, [1]):
+    for bad in ({"count": 0}, {"count": "3"}, {}, [1], {"count": 1, "extra": 2}):
         assert_problem(client.post(path, json=bad, headers=auth), 422, "count")
 
 

@@ -171,7 +171,7 @@ def test_http_errors_are_problems(client, auth, stored):
     for query, status, detail in [
         ("breakdown?question=smokes", 400, "by: missing"),
         ("breakdown?question=smokes&by=drinks", 422, "randomized"),
-        ("crosstab?first=smokes&second=nope", 404, "no question 'nope'"),
+        ("crosstab?first=smokes&second=nope", 422, "no question 'nope'"),
     ]:
         response = client.get(f"/api/v1/surveys/joint/{query}", headers=auth)
         assert response.status_code == status and detail in response.get_json()["detail"]

@@ -179,7 +179,7 @@ def test_http_errors(client, auth, stored):
     path = "/api/v1/surveys/armed/regression"
     for body, status, detail in [
         ({"formula": "contact ~ party"}, 422, "randomized"),
-        ({"formula": "contact ~ nope"}, 404, "no question"),
+        ({"formula": "contact ~ nope"}, 422, "no question"),
         ({"formula": ""}, 422, "formula"),
         ({"formula": "contact ~ adult", "confidence": 1.5}, 422, "confidence"),
         ({"formula": "contact ~ adult", "extra": 1}, 422, "unknown field"),

@@ -88,13 +88,19 @@ def cli(ctx: click.Context, home: Path | None, epsilon_cap: float | None) -> Non
 def parse_answers(
     ctx: click.Context, param: click.Parameter, values: Sequence[str]
 ) -> dict[str, str]:
-    """--answer ID=VALUE pairs as a dict."""
-    pairs: dict[str, str] = {}
+    """--answer ID=VALUE pairs as a dict; a question given twice (a multi question's options,
+    one per --answer) gets the list of its values."""
+    pairs: dict[str, str | list[str]] = {}
     for item in values:
         qid, sep, value = item.partition("=")
-        if not sep or not qid.strip() or not value.strip():
+        if not sep or not qid.strip():
             raise click.BadParameter(f"expected ID=VALUE, got {item!r}", ctx, param)
-        pairs[qid.strip()] = value.strip()
+        key, value = qid.strip(), value.strip()
+        if key in pairs:
+            earlier = pairs[key]
+            pairs[key] = [*(earlier if isinstance(earlier, list) else [earlier]), value]
+        else:
+            pairs[key] = value
     return pairs
 
 
@@ -181,20 +187,46 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
         question = survey.questions[qid]
         click.echo()
         click.echo(f"{number}/{len(missing)}  {question.text}  [{qid}]")
-        click.echo(
-            "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
-        )
+        if question.type != "integer":
+            click.echo(
+                "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
+            )
         for line in question_lines(question):
             click.echo(f"     {line}")
+        if question.type == "integer":
+            prompt = f"     Your answer (a whole number from {question.low} to {question.high})"
+        elif question.type == "multi":
+            prompt = "     Your answers (numbers or labels, separated by commas; Enter for none)"
+        else:
+            prompt = f"     Your answer (1-{question.k})"
         answers[qid] = click.prompt(
-            f"     Your answer (1-{question.k})",
+            prompt,
+            default="" if question.type == "multi" else None,
+            show_default=False,
             value_proc=lambda text, q=question: option_of(q, text),
         )
     return answers
 
 
-def option_of(question: Question, text: str) -> str:
-    """An interactive answer (a 1-based number, a label, or y/n) as the option's label."""
+def option_of(question: Question, text: str) -> Any:
+    """An interactive answer (a 1-based number, a label, or y/n) as the option's label; an
+    integer question's number; a multi question's labels (comma-separated, empty for none)."""
+    value = text.strip()
+    if question.type == "integer":
+        try:
+            return question.normalize(value)
+        except SurveyError:
+            raise click.BadParameter(
+                f"give a whole number from {question.low} to {question.high}"
+            ) from None
+    if question.type == "multi":
+        if value in question.options:
+            return [value]
+        return [_one_option(question, part) for part in value.split(",") if part.strip()]
+    return _one_option(question, value)
+
+
+def _one_option(question: Question, text: str) -> str:
     value = text.strip()
     if value.isascii() and value.isdigit() and len(value) <= 4:  # not "²" (isdigit, no int)
         number = int(value)
@@ -215,6 +247,8 @@ def noisy_text(question: Question | None, value: Encoded) -> str:
     """A noisy answer as the respondent should read it ("yes", "C", "0010 (marks C)")."""
     if question is None:
         return str(value)
+    if question.type == "integer":
+        return f"{value} (one bit)" if not question.plain else str(value)
     if isinstance(value, str):
         marked = [question.options[i] for i in question.supports(value)]
         return f"{value} (marks {', '.join(marked) if marked else 'none'})"

@@ -317,27 +317,26 @@ def _aged(stored: StoredReport, outcome: Outcome) -> bool:
     )
 
 
-def check_true_answers(survey: Survey, answers: Mapping[str, object]) -> dict[str, int]:
-    """Each question's true answer as an option index; ClientError names what is wrong."""
+def check_true_answers(
+    survey: Survey, answers: Mapping[str, object]
+) -> dict[str, int | frozenset[int]]:
+    """Each question's true answer, checked and normalized (an option index, an integer's
+    value, a set of selected indices); ClientError names what is wrong."""
     if not isinstance(answers, Mapping):
         raise ClientError(f"answers must map question ids to answers, got {type(answers).__name__}")
     ids = ", ".join(survey.questions)
     for qid in answers:
         if qid not in survey.questions:
             raise ClientError(f"survey {survey.id!r} has no question {qid!r}; its questions: {ids}")
-    truth: dict[str, int] = {}
+    truth: dict[str, int | frozenset[int]] = {}
     for qid, question in survey.questions.items():
-        allowed = ", ".join(repr(o) for o in question.options)
         if qid not in answers:
             raise ClientError(
                 f"question {qid!r} ({question.text}) has no answer; every question must be "
-                f"answered, with one of {allowed}"
+                f"answered, with {question.answer_hint}"
             )
         try:
-            truth[qid] = question.index_of(answers[qid])
-        except SurveyError:
-            raise ClientError(
-                f"question {qid!r}: {answers[qid]!r} is not an answer; give one of {allowed} "
-                f"or an index 0-{len(question.options) - 1}"
-            ) from None
+            truth[qid] = question.normalize(answers[qid])
+        except SurveyError as exc:
+            raise ClientError(f"question {qid!r}: {str(exc).removeprefix(qid + ': ')}") from None
     return truth

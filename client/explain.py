@@ -19,6 +19,10 @@ def odds_ratio(question: Question) -> Fraction | float:
     """e^epsilon, exactly where the coins allow: the most an observer's odds can move."""
     mech = question.randomizer
     p, q = mech.p_star, mech.q_star
+    if question.type == "multi":
+        return (p / q) ** question.k  # each option's rr, composed over the k options
+    if question.mechanism == "onebit":
+        return p / q
     if question.mechanism in ("rr", "coins"):
         return max(p / q, (1 - q) / (1 - p))
     if question.mechanism == "grr":
@@ -57,6 +61,21 @@ def what_is_sent(question: Question) -> str:
         return (
             f"{PLAIN_NOTICE} Your answer itself is sent (it is a plain question, used to "
             "group the randomized answers, e.g. by region), so it is not deniable."
+        )
+    if question.mechanism == "onebit":
+        return (
+            f"What is sent: one bit (0 or 1), never your number. At {question.high} it is 1 with "
+            f"probability {percent(mech.p_star)}, at {question.low} with "
+            f"{percent(mech.q_star)}, and in between in proportion: "
+            f"{percent(mech.p_star)} of the time it leans towards your number."
+        )
+    if question.type == "multi":
+        keep = params["keep"]
+        return (
+            f"What is sent: a mark (selected or not) for each of the {question.k} options. "
+            f"Each mark is your true choice with probability {percent(keep)} and the opposite "
+            f"otherwise ({percent(1 - keep)}), on its own coin; so a report may mark options you "
+            "did not choose and leave out ones you did."
         )
     if question.mechanism == "rr":
         keep = params["keep"]
@@ -102,6 +121,12 @@ def what_epsilon_means(question: Question) -> str:
     if question.type == "binary":
         learned = (
             f"can be at most {times(ratio)} times surer you answered yes than no (or no than yes)"
+        )
+    elif question.type == "integer":
+        learned = f"can be at most {times(ratio)} times surer of any one number than of another"
+    elif question.type == "multi":
+        learned = (
+            f"can be at most {times(ratio)} times surer of any one set of choices than of another"
         )
     else:
         learned = f"can be at most {times(ratio)} times surer of any one answer than of another"
@@ -167,8 +192,12 @@ def explain_survey(survey: Survey, *, spent: float | None = None, cap: float | N
     ]
     for number, question in enumerate(survey.questions.values(), start=1):
         lines.append(f"{number}. {question.text} [{question.id}]")
-        if question.type == "categorical":
+        if question.type in ("categorical", "multi"):
             lines.append("   Options: " + ", ".join(question.options))
+        if question.type == "multi":
+            lines.append("   Select all that apply (or none).")
+        if question.type == "integer":
+            lines.append(f"   A whole number from {question.low} to {question.high}.")
         lines += [f"   {line}" for line in question_lines(question)]
         lines.append("")
     lines += total_lines(survey, spent=spent, cap=cap)

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from deniable.shared.probability import (
     Coin,
+    bernoulli,
     format_probability,
     parse_probability,
     round_down,
@@ -34,8 +35,13 @@ from deniable.shared.probability import (
 MIN_EPSILON = 0.001
 MAX_EPSILON = 10.0
 
-#: Encoded noisy answer: an option index (rr, coins, grr) or a bit string (oue).
+#: Encoded noisy answer: an option index (rr, coins, grr), a bit (onebit), an integer (a plain
+#: integer question) or a bit string (oue, multi).
 Encoded = int | str
+
+#: What a mechanism randomizes: an option index, an integer's offset from its minimum
+#: (integer questions) or the set of selected option indices (multi questions).
+Truth = int | frozenset[int]
 
 HALF = Fraction(1, 2)
 
@@ -416,11 +422,216 @@ class Plain(Mechanism):
         return f"Plain(k={self.k}, sent as answered)"
 
 
-MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE, Plain)}
+class OneBit(_BinaryMechanism):
+    """Microsoft's 1BitMean (Ding, Kulkarni & Yekhanin 2017) for a number in [min, max]: send
+    one bit, 1 with probability q* + (p* - q*) (x - min) / (max - min), an exact fraction.
+
+    p* = keep and q* = 1 - keep, keep = e^eps / (1 + e^eps) rounded down like rr; the mean
+    min + (max - min) (lambda - q*) / (p* - q*) is unbiased. The truth given to `randomize` is
+    the offset x - min. Its tally slots are the reports 0 and 1, as a binary question's."""
+
+    name = "onebit"
+
+    def __init__(self, *, low: int, high: int, keep: Fraction) -> None:
+        super().__init__()
+        if not HALF < keep < 1:
+            raise ValueError(f"onebit.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.low, self.high = low, high
+        self.keep = Fraction(keep)
+
+    @classmethod
+    def from_epsilon(cls, *, low: int, high: int, epsilon: float) -> OneBit:
+        """The onebit mechanism over [low, high] at (at most) `epsilon`."""
+        _check_epsilon(epsilon, "epsilon")
+        return cls(low=low, high=high, keep=round_down(1.0 / (1.0 + math.exp(-epsilon))))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
+
+    @property
+    def epsilon(self) -> float:
+        return math.log(self.keep / (1 - self.keep))
+
+    def params(self) -> dict[str, Fraction]:
+        return {"keep": self.keep}
+
+    def one_probability(self, offset: int) -> Fraction:
+        """P[report 1 | the number is min + offset], exactly."""
+        q = self.q_star
+        return q + (self.p_star - q) * Fraction(offset, self.high - self.low)
+
+    def randomize(self, index: Truth) -> Encoded:
+        return 1 if bernoulli(self.one_probability(int(index))) else 0  # type: ignore[arg-type]
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        one = self.one_probability(index)
+        return one if encoded == 1 else 1 - one
+
+
+class PlainInteger(Mechanism):
+    """`none` for an integer question: the number is sent as given. Tallied as a histogram (one
+    slot per value from min to max), which gives the sample mean and its standard error."""
+
+    name = "none"
+    binary = False
+
+    def __init__(self, *, low: int, high: int) -> None:
+        super().__init__(high - low + 1)
+        self.low, self.high = low, high
+
+    @property
+    def p_star(self) -> Fraction:
+        return Fraction(1)
+
+    @property
+    def q_star(self) -> Fraction:
+        return Fraction(0)
+
+    @property
+    def epsilon(self) -> float | None:  # type: ignore[override]
+        return None
+
+    def params(self) -> dict[str, Fraction]:
+        return {}
+
+    def randomize(self, index: Truth) -> Encoded:
+        return self.low + int(index)  # type: ignore[arg-type]
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not int or not self.low <= encoded <= self.high:
+            raise ValueError(
+                f"expected a whole number from {self.low} to {self.high}, got {encoded!r}"
+            )
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return (int(encoded) - self.low,)
+
+    def outputs(self) -> Iterator[Encoded]:
+        yield from range(self.low, self.high + 1)
+
+    def probability(self, encoded: Encoded, index: int) -> Fraction:
+        return Fraction(int(encoded == self.low + index))
+
+    def __repr__(self) -> str:
+        return f"PlainInteger({self.low}..{self.high}, sent as answered)"
+
+
+class _Selection(Mechanism):
+    """A "select all that apply" answer: a string of k '0'/'1', character i for option i."""
+
+    binary = False
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
+            raise ValueError(
+                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
+            )
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
+
+    def outputs(self) -> Iterator[Encoded]:
+        for bits in product("01", repeat=self.k):
+            yield "".join(bits)
+
+    def probability(self, encoded: Encoded, index: Truth) -> Fraction:  # type: ignore[override]
+        """P[report = encoded | the selected set is `index`] (a set of option indices)."""
+        chosen = index if isinstance(index, frozenset) else frozenset({index})
+        p, q = self.p_star, self.q_star
+        prob = Fraction(1)
+        for i, c in enumerate(str(encoded)):
+            one = p if i in chosen else q
+            prob *= one if c == "1" else 1 - one
+        return prob
+
+
+class MultiRR(_Selection):
+    """`rr` for a multi question: each option's "selected?" is Warner's randomized response at
+    eps/k, independently, so any change of the selected set costs at most eps in total."""
+
+    name = "rr"
+
+    def __init__(self, k: int, *, keep: Fraction) -> None:
+        super().__init__(k)
+        if not HALF < keep < 1:
+            raise ValueError(f"rr.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.keep = Fraction(keep)
+        self._keep = Coin(self.keep)
+
+    @classmethod
+    def from_epsilon(cls, k: int, *, epsilon: float) -> MultiRR:
+        """Per-option rr at epsilon / k, so the question's epsilon is (at most) `epsilon`."""
+        _check_epsilon(epsilon, "epsilon")
+        if epsilon / k < MIN_EPSILON:
+            raise ValueError(
+                f"epsilon: {epsilon!r} over {k} options leaves {epsilon / k:.2g} per option, "
+                f"below {MIN_EPSILON}; give at least {MIN_EPSILON * k:g}"
+            )
+        return cls(k, keep=round_down(1.0 / (1.0 + math.exp(-epsilon / k))))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
+
+    @property
+    def epsilon(self) -> float:
+        return self.k * math.log(self.keep / (1 - self.keep))
+
+    def params(self) -> dict[str, Fraction]:
+        return {"keep": self.keep}
+
+    def randomize(self, index: Truth) -> Encoded:
+        chosen = index if isinstance(index, frozenset) else frozenset({index})
+        kept = self._keep.bit_string(self.k)
+        return "".join(c if i in chosen else ("0" if c == "1" else "1") for i, c in enumerate(kept))
+
+
+class PlainSelection(_Selection):
+    """`none` for a multi question: the selected options are sent as given."""
+
+    name = "none"
+
+    @property
+    def p_star(self) -> Fraction:
+        return Fraction(1)
+
+    @property
+    def q_star(self) -> Fraction:
+        return Fraction(0)
+
+    @property
+    def epsilon(self) -> float | None:  # type: ignore[override]
+        return None
+
+    def params(self) -> dict[str, Fraction]:
+        return {}
+
+    def randomize(self, index: Truth) -> Encoded:
+        chosen = index if isinstance(index, frozenset) else frozenset({index})
+        return "".join("1" if i in chosen else "0" for i in range(self.k))
+
+    def __repr__(self) -> str:
+        return f"PlainSelection(k={self.k}, sent as answered)"
+
+
+MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE, Plain, OneBit)}
 #: The plain (not randomized) mechanism's name.
 PLAIN = Plain.name
 BINARY_MECHANISMS = ("rr", "coins")
 CATEGORICAL_MECHANISMS = ("grr", "oue", "auto")
+INTEGER_MECHANISMS = ("onebit",)
+MULTI_MECHANISMS = ("rr",)
 
 #: The parameter names of each mechanism, as written in a survey under the mechanism's name.
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -429,6 +640,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "coins": ("truth", "yes"),
     "grr": ("keep",),
     "oue": ("p", "q"),
+    "onebit": ("keep",),
 }
 
 

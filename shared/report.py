@@ -158,8 +158,8 @@ def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, 
     unknown = [qid for qid in truth if qid not in survey.questions]
     if unknown:
         raise SurveyError(f"{unknown[0]}: no such question in survey {survey.id!r}")
-    indices = {qid: q.index_of(truth[qid]) for qid, q in survey.questions.items()}
-    return {qid: q.randomizer.randomize(indices[qid]) for qid, q in survey.questions.items()}
+    chosen = {qid: q.truth_of(truth[qid]) for qid, q in survey.questions.items()}
+    return {qid: q.randomizer.randomize(chosen[qid]) for qid, q in survey.questions.items()}
 
 
 def make_report(

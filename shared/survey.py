@@ -34,7 +34,31 @@ MAX_TEXT = 2000
 EPSILON_TOLERANCE = 1e-4
 
 _SURVEY_FIELDS = {"id", "title", "description", "enrollment", "closes_at", "questions", "epsilon"}
-_QUESTION_FIELDS = {"id", "text", "type", "options", "epsilon", "mechanism", "p_star", "q_star"}
+_QUESTION_FIELDS = {
+    "id",
+    "text",
+    "type",
+    "options",
+    "min",
+    "max",
+    "epsilon",
+    "mechanism",
+    "p_star",
+    "q_star",
+}
+QUESTION_TYPES = ("binary", "categorical", "integer", "multi")
+#: The mechanisms each question type allows, the default first (DESIGN, Question types).
+TYPE_MECHANISMS = {
+    "binary": (*mech.BINARY_MECHANISMS, mech.PLAIN),
+    "categorical": (*mech.CATEGORICAL_MECHANISMS, mech.PLAIN),
+    "integer": (*mech.INTEGER_MECHANISMS, mech.PLAIN),
+    "multi": (*mech.MULTI_MECHANISMS, mech.PLAIN),
+}
+#: Bounds of an integer question's min and max (exact in JavaScript's numbers too).
+MAX_MAGNITUDE = 1_000_000_000
+#: A plain integer is tallied per value, so its range is kept to this many values; wider
+#: numbers are randomized (onebit) or asked in bands (categorical).
+MAX_PLAIN_VALUES = 1001
 
 
 def _fail(where: str, message: str) -> SurveyError:
@@ -108,6 +132,8 @@ class Question:
     _options: tuple[str, ...]
     randomizer: Mechanism
     requested: str = field(default="")
+    low: int | None = None
+    high: int | None = None
 
     @cached_property
     def _index(self) -> dict[str, int]:
@@ -115,12 +141,14 @@ class Question:
 
     @property
     def options(self) -> list[str]:
-        """Option labels in order; a binary question has ["no", "yes"]."""
+        """Option labels in order; a binary question has ["no", "yes"], an integer none."""
         return list(self._options)
 
     @property
     def k(self) -> int:
-        return len(self._options)
+        """The tally slots: the options, or for an integer question the reports 0 and 1
+        (onebit) or each value from min to max (plain)."""
+        return self.randomizer.k
 
     @property
     def mechanism(self) -> str:
@@ -168,9 +196,75 @@ class Question:
             f"{self.id}: {value!r} is not an answer; give one of {allowed} or an index 0-{self.k - 1}"
         )
 
+    def offset_of(self, value: object) -> int:
+        """An integer question's true answer (an int, or its digits as text) minus min."""
+        assert self.low is not None and self.high is not None
+        number: object = value
+        if isinstance(value, str):
+            text = value.strip()
+            digits = text.removeprefix("-").removeprefix("+")
+            if digits.isascii() and digits.isdigit() and len(digits) <= 10:
+                number = int(text)
+        if type(number) is not int or not self.low <= number <= self.high:
+            raise SurveyError(
+                f"{self.id}: {value!r} is not an answer; give a whole number from "
+                f"{self.low} to {self.high}"
+            )
+        return number - self.low
+
+    def selection_of(self, value: object) -> frozenset[int]:
+        """A multi question's true answer: the option labels or indices selected (a list, or
+        text with commas between them; empty for none) as a set of option indices."""
+        if isinstance(value, str):
+            if value.strip() in self._index or value.strip().casefold() in self._folded:
+                items: list[object] = [value]
+            else:
+                items = [part for part in value.split(",") if part.strip()]
+        elif isinstance(value, list | tuple | set | frozenset):
+            items = list(value)
+        else:
+            allowed = ", ".join(repr(o) for o in self._options)
+            raise SurveyError(
+                f"{self.id}: {value!r} is not an answer; give a list of options from {allowed} "
+                "(empty for none)"
+            )
+        return frozenset(self.index_of(item) for item in items)
+
+    @cached_property
+    def _folded(self) -> list[str]:
+        return [o.casefold() for o in self._options]
+
+    def truth_of(self, value: object) -> int | frozenset[int]:
+        """What the mechanism randomizes for the true answer `value`: an option index, an
+        integer's offset from min, or a multi question's set of selected indices."""
+        if self.type == "integer":
+            return self.offset_of(value)
+        if self.type == "multi":
+            return self.selection_of(value)
+        return self.index_of(value)
+
+    def normalize(self, value: object) -> int | frozenset[int]:
+        """A true answer in the form `truth_of` reads back unchanged: an option index, an
+        integer's value, or the set of selected indices. SurveyError says what is allowed."""
+        truth = self.truth_of(value)
+        if self.type == "integer":
+            assert self.low is not None
+            return self.low + int(truth)  # type: ignore[arg-type]
+        return truth
+
+    @property
+    def answer_hint(self) -> str:
+        """What a true answer to this question looks like, in words."""
+        if self.type == "integer":
+            return f"a whole number from {self.low} to {self.high}"
+        allowed = ", ".join(repr(o) for o in self._options)
+        if self.type == "multi":
+            return f"the options that apply, from {allowed} (none is an answer too)"
+        return f"one of {allowed}"
+
     def randomize(self, value: object) -> Encoded:
         """The encoded noisy answer for the true answer `value`, drawn on this device."""
-        return self.randomizer.randomize(self.index_of(value))
+        return self.randomizer.randomize(self.truth_of(value))
 
     def validate(self, encoded: object) -> Encoded:
         """`encoded` if it is a valid noisy answer to this question, else SurveyError."""
@@ -206,13 +300,12 @@ class Question:
     def to_dict(self) -> dict[str, Any]:
         """The resolved question: mechanism, its exact parameters, epsilon, p* and q* (a plain
         question has no parameters and a null epsilon)."""
-        doc: dict[str, Any] = {
-            "id": self.id,
-            "text": self.text,
-            "type": self.type,
-            "options": list(self._options),
-            "mechanism": self.mechanism,
-        }
+        doc: dict[str, Any] = {"id": self.id, "text": self.text, "type": self.type}
+        if self.type == "integer":
+            doc["min"], doc["max"] = self.low, self.high
+        else:
+            doc["options"] = list(self._options)
+        doc["mechanism"] = self.mechanism
         if not self.plain:
             doc[self.mechanism] = self.randomizer.params_text()
         doc["epsilon"] = self.epsilon
@@ -240,14 +333,15 @@ class Question:
             )
         text = _text(doc, "text", where)
         qtype = doc.get("type")
-        if qtype not in ("binary", "categorical"):
-            raise _fail(f"{where}type", f"expected 'binary' or 'categorical', got {qtype!r}")
-        options = cls._options_of(doc, qtype, where)
+        if qtype not in QUESTION_TYPES:
+            shown = ", ".join(repr(t) for t in QUESTION_TYPES)
+            raise _fail(f"{where}type", f"expected one of {shown}, got {qtype!r}")
+        low, high = cls._range_of(doc, qtype, where)
+        options = () if qtype == "integer" else cls._options_of(doc, qtype, where)
         requested = doc.get("mechanism")
-        names = mech.BINARY_MECHANISMS if qtype == "binary" else mech.CATEGORICAL_MECHANISMS
-        names = (*names, mech.PLAIN)
+        names = TYPE_MECHANISMS[qtype]
         if requested is None:
-            requested = "rr" if qtype == "binary" else "auto"
+            requested = names[0]
         elif requested not in names:
             raise _fail(
                 f"{where}mechanism",
@@ -262,8 +356,10 @@ class Question:
         epsilon = doc.get("epsilon")
         try:
             if requested == mech.PLAIN:
-                randomizer = cls._plain(doc, len(options), qtype, where)
+                randomizer = cls._plain(doc, len(options), qtype, where, low, high)
                 epsilon = None
+            elif qtype in ("integer", "multi"):
+                randomizer = cls._numeric_or_multi(doc, qtype, len(options), low, high, where)
             elif requested in mech.PARAMETERS and requested in doc:
                 randomizer = mech.from_params(
                     requested, len(options), doc[requested], field=f"{where}{requested}"
@@ -308,10 +404,70 @@ class Question:
                         f"{where}{key}",
                         f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
                     )
-        return cls(qid, text or "", qtype, options, randomizer, requested)
+        return cls(qid, text or "", qtype, options, randomizer, requested, low, high)
 
     @staticmethod
-    def _plain(doc: Mapping[str, Any], k: int, qtype: str, where: str) -> Mechanism:
+    def _numeric_or_multi(
+        doc: Mapping[str, Any], qtype: str, k: int, low: int | None, high: int | None, where: str
+    ) -> Mechanism:
+        """The randomized mechanism of an integer (onebit) or multi (rr) question, from its
+        explicit `keep` or from an epsilon (for multi, the whole question's)."""
+        name = "onebit" if qtype == "integer" else "rr"
+        if name in doc:
+            raw = doc[name]
+            if not isinstance(raw, dict) or set(raw) != {"keep"}:
+                raise _fail(f"{where}{name}", f'expected {{"keep": <probability>}}, got {raw!r}')
+            keep = parse_probability(raw["keep"], field=f"{where}{name}.keep")
+            if qtype == "integer":
+                assert low is not None and high is not None
+                return mech.OneBit(low=low, high=high, keep=keep)
+            return mech.MultiRR(k, keep=keep)
+        epsilon = doc.get("epsilon")
+        if epsilon is None:
+            raise _fail(
+                f"{where}epsilon",
+                f"missing; give an epsilon in [{mech.MIN_EPSILON}, {mech.MAX_EPSILON}] "
+                f'or the mechanism\'s parameters ({name}: {{"keep": ...}})',
+            )
+        if qtype == "integer":
+            assert low is not None and high is not None
+            return mech.OneBit.from_epsilon(low=low, high=high, epsilon=epsilon)
+        return mech.MultiRR.from_epsilon(k, epsilon=epsilon)
+
+    @staticmethod
+    def _range_of(doc: Mapping[str, Any], qtype: str, where: str) -> tuple[int | None, int | None]:
+        """An integer question's (min, max); (None, None) for the other types, which have none."""
+        if qtype != "integer":
+            for key in ("min", "max"):
+                if key in doc:
+                    raise _fail(f"{where}{key}", f"only an integer question has {key}")
+            return None, None
+        if "options" in doc:
+            raise _fail(f"{where}options", "an integer question has min and max, not options")
+        bounds = []
+        for key in ("min", "max"):
+            value = doc.get(key)
+            if type(value) is not int or abs(value) > MAX_MAGNITUDE:
+                raise _fail(
+                    f"{where}{key}",
+                    f"expected a whole number from {-MAX_MAGNITUDE} to {MAX_MAGNITUDE}, "
+                    f"got {value!r}",
+                )
+            bounds.append(value)
+        low, high = bounds
+        if low >= high:
+            raise _fail(f"{where}max", f"must be greater than min ({low}), got {high}")
+        return low, high
+
+    @staticmethod
+    def _plain(
+        doc: Mapping[str, Any],
+        k: int,
+        qtype: str,
+        where: str,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> Mechanism:
         """A plain question's mechanism: no epsilon and no parameters can be given."""
         if doc.get("epsilon") is not None:
             raise _fail(
@@ -321,6 +477,18 @@ class Question:
             )
         if doc.get(mech.PLAIN) not in (None, {}):
             raise _fail(f"{where}{mech.PLAIN}", "a plain question has no parameters")
+        if qtype == "integer":
+            assert low is not None and high is not None
+            if high - low + 1 > MAX_PLAIN_VALUES:
+                raise _fail(
+                    f"{where}max",
+                    f"a plain integer is counted per value, at most {MAX_PLAIN_VALUES} values "
+                    f"(got {high - low + 1}); narrow min..max, ask in bands (categorical), or "
+                    "randomize it (onebit)",
+                )
+            return mech.PlainInteger(low=low, high=high)
+        if qtype == "multi":
+            return mech.PlainSelection(k)
         return mech.Plain(k, binary=qtype == "binary")
 
     @staticmethod

@@ -32,7 +32,15 @@ def _fail(message: str) -> NoReturn:
     "--mechanism",
     type=click.Choice(planning.MECHANISM_NAMES),
     default=None,
-    help="Mechanism (default: rr for 2 options, else auto).",
+    help="Mechanism (default: rr for 2 options, else auto; onebit for an integer's mean, multi "
+    "for each option of a select-all question).",
+)
+@click.option(
+    "--range",
+    "width",
+    type=int,
+    default=None,
+    help="With --mechanism onebit: max - min of the integer question; the margin is in its units.",
 )
 def plan_command(
     epsilon: float,
@@ -41,6 +49,7 @@ def plan_command(
     options: int,
     confidence: float,
     mechanism: str | None,
+    width: int | None,
 ) -> None:
     """Respondents needed for a margin of error at an epsilon (worst case); the number ends the output."""
     if margin is None and respondents is None:
@@ -55,6 +64,7 @@ def plan_command(
             options=options,
             confidence=confidence,
             mechanism=mechanism,
+            width=width,
         )
     except (planning.PlanError, ValueError) as exc:
         _fail(str(exc))

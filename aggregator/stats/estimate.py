@@ -67,8 +67,9 @@ def upper_quantile(tail: float) -> float:
 
 
 def free_estimates(question: Question) -> int:
-    """How many estimates of a question are free: k, but 1 for a binary question (no = 1 - yes)."""
-    return 1 if question.type == "binary" else question.k
+    """How many estimates of a question are free: k, but 1 for a binary question (no = 1 - yes)
+    and for an integer question (its mean)."""
+    return 1 if question.type in ("binary", "integer") else question.k
 
 
 def option_stats(
@@ -152,8 +153,8 @@ def _counts(question: Question, n: int, raw: Sequence[int] | None) -> list[int]:
         raise ValueError(f"{question.id}: expected {k} support counts, got {len(counts)}")
     if any(not 0 <= c <= n for c in counts):
         raise ValueError(f"{question.id}: every support count must lie in [0, {n}], got {counts}")
-    if question.mechanism != "oue" and sum(counts) != n:
-        # Every rr, coins or grr report supports exactly one option.
+    if question.mechanism != "oue" and question.type != "multi" and sum(counts) != n:
+        # Every rr, coins, grr, onebit or plain single answer supports exactly one slot.
         raise ValueError(f"{question.id}: support counts {counts} do not add up to n = {n}")
     return counts
 
@@ -168,8 +169,56 @@ def _exact_estimates(question: Question, n: int, counts: Sequence[int]) -> list[
     return [(Fraction(c, n) - q) / (p - q) for c, (p, q) in zip(counts, pairs, strict=True)]
 
 
+def _row(
+    label: str, support: int, f: Fraction | float | None, se: float, low: float, high: float
+) -> dict[str, Any]:
+    return {
+        "option": label,
+        "support": int(support),
+        "estimate": None if f is None else float(f),
+        "stderr": _num(se),
+        "ci_low": float(low),
+        "ci_high": float(high),
+    }
+
+
+def _mean_row(question: Question, n: int, counts: Sequence[int], z: float) -> dict[str, Any]:
+    """An integer question's one row, `mean` (DESIGN, Question types): onebit's unbiased mean
+    min + (max - min)(lambda - q*)/(p* - q*) with the binary interval scaled, or a plain
+    question's sample mean with s / sqrt(n) and a normal interval; clipped to [min, max]."""
+    low, high = question.low, question.high
+    assert low is not None and high is not None
+    width = high - low
+    mean: Fraction | None = None
+    se, ci = math.nan, (float(low), float(high))
+    if n and question.plain:
+        values = np.arange(low, high + 1, dtype=np.float64)
+        c = np.asarray(counts, dtype=np.float64)
+        mean = sum((Fraction(low + i) * int(x) for i, x in enumerate(counts) if x), Fraction(0))
+        mean /= n
+        if n > 1:
+            spread = float(np.sum(c * (values - float(mean)) ** 2)) / (n - 1)
+            se = math.sqrt(spread / n)
+            ci = (float(mean) - z * se, float(mean) + z * se)
+        support = n
+    else:
+        support = int(counts[1]) if n else 0
+        if n:
+            p, q = question.randomizer.p_star, question.randomizer.q_star
+            mean = low + width * (Fraction(support, n) - q) / (p - q)
+            _, s, lo, hi = option_stats(np.float64(support), n, float(p), float(q), z)
+            se = float(s) * width
+            ci = (low + width * float(lo), low + width * float(hi))
+    row = _row("mean", support, mean, se, max(ci[0], low), min(ci[1], high))
+    row["count"] = None
+    row["share"] = None if mean is None else float(min(max(mean, Fraction(low)), Fraction(high)))
+    return row
+
+
 def question_results(question: Question, n: int, counts: Sequence[int], z: float) -> dict[str, Any]:
     """The results entry of one question from its n and support counts (see results_document)."""
+    if question.type == "integer":
+        return _entry(question, n, [_mean_row(question, n, counts, z)])
     pairs = question.randomizer.option_pairs()
     c = np.asarray(counts, dtype=np.float64)
     k = question.k
@@ -187,6 +236,13 @@ def question_results(question: Question, n: int, counts: Sequence[int], z: float
         low, high = np.array([1.0 - hi, lo]), np.array([1.0 - lo, hi])
         yes = min(max(exact[1], Fraction(0)), Fraction(1))
         share = np.array([float(1 - yes), float(yes)])
+    elif question.type == "multi":
+        # Each option is a yes/no of its own (the rows need not sum to 1).
+        exact = list(_exact_estimates(question, n, counts))
+        p = np.array([float(a) for a, _ in pairs])
+        q = np.array([float(b) for _, b in pairs])
+        _, stderr, low, high = option_stats(c, n, p, q, z)
+        share = np.array([float(min(max(f, Fraction(0)), Fraction(1))) for f in exact])
     else:
         exact = list(_exact_estimates(question, n, counts))
         p = np.array([float(a) for a, _ in pairs])
@@ -197,18 +253,14 @@ def question_results(question: Question, n: int, counts: Sequence[int], z: float
     options = []
     for v, label in enumerate(question.options):
         f = exact[v]
-        options.append(
-            {
-                "option": label,
-                "support": int(counts[v]),
-                "estimate": None if f is None else float(f),
-                "stderr": _num(stderr[v]),
-                "ci_low": float(low[v]),
-                "ci_high": float(high[v]),
-                "count": 0.0 if f is None else float(n * f),
-                "share": _num(share[v]),
-            }
-        )
+        row = _row(label, counts[v], f, stderr[v], low[v], high[v])
+        row["count"] = 0.0 if f is None else float(n * f)
+        row["share"] = _num(share[v])
+        options.append(row)
+    return _entry(question, n, options)
+
+
+def _entry(question: Question, n: int, options: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "id": question.id,
         "type": question.type,
@@ -217,6 +269,7 @@ def question_results(question: Question, n: int, counts: Sequence[int], z: float
         "n": n,
         "p_star": question.p_star,
         "q_star": question.q_star,
+        **({"min": question.low, "max": question.high} if question.type == "integer" else {}),
         "options": options,
     }
 

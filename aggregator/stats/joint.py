@@ -59,7 +59,9 @@ def chi2_sf(x: float, df: int) -> float:
     return min(1.0, total)
 
 
-def difference_test(estimates: list[float], stderrs: list[float]) -> dict[str, Any] | None:
+def difference_test(
+    estimates: list[float], stderrs: list[float], what: str = "share of yes"
+) -> dict[str, Any] | None:
     """Wald test that groups share one value: sum of ((f_g - weighted mean) / se_g)^2 against a
     chi-square with (groups - 1) degrees of freedom; None with fewer than two usable groups."""
     usable = [(f, s) for f, s in zip(estimates, stderrs, strict=True) if s and s > 0]
@@ -70,7 +72,7 @@ def difference_test(estimates: list[float], stderrs: list[float]) -> dict[str, A
     statistic = sum(w * (f - mean) ** 2 for w, (f, _) in zip(weights, usable, strict=True))
     df = len(usable) - 1
     return {
-        "name": "Wald chi-square test that every group has the same share of yes",
+        "name": f"Wald chi-square test that every group has the same {what}",
         "statistic": statistic,
         "df": df,
         "p_value": chi2_sf(statistic, df),
@@ -95,10 +97,15 @@ def breakdown(
         raise AnalysisError(
             f"question: {question!r} is plain (sent as answered); break down a randomized question"
         )
-    if not group.plain or group.type not in ("binary", "categorical"):
+    if not group.plain:
         raise AnalysisError(
             f"by: {by!r} is randomized; group by a plain question (mechanism none), whose "
             "answers are known per report"
+        )
+    if group.type not in ("binary", "categorical"):
+        raise AnalysisError(
+            f"by: {by!r} is a plain {group.type} question; group by a plain binary or "
+            "categorical one (a number goes into regress as a covariate)"
         )
     n = [0] * group.k
     support = [[0] * target.k for _ in range(group.k)]
@@ -117,9 +124,10 @@ def breakdown(
         for g, label in enumerate(group.options)
     ]
     test = None
-    if target.type == "binary":
-        yes = [entry["options"][1] for entry in groups if entry["n"] > 1]
-        test = difference_test([o["estimate"] for o in yes], [o["stderr"] for o in yes])
+    if target.type in ("binary", "integer"):
+        row, what = (1, "share of yes") if target.type == "binary" else (0, "mean")
+        rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
+        test = difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
     return {
         "survey": resolved.id,
         "survey_hash": resolved.hash,
@@ -186,6 +194,12 @@ def crosstab(
     b = _question(resolved, second, "second")
     if first == second:
         raise AnalysisError("second: cross a question with another one, not with itself")
+    for role, q in (("first", a), ("second", b)):
+        if q.type == "integer":
+            raise AnalysisError(
+                f"{role}: {q.id!r} is an integer question; a cross-tab joins options, so cross "
+                "binary, categorical or multi questions (break a number down by a group instead)"
+            )
     if a.plain and b.plain:
         raise AnalysisError(
             "first, second: both are plain; a cross-tab needs at least one randomized question"

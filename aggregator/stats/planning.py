@@ -7,6 +7,10 @@ mechanism's `worst_variance(n)`. A two-sided interval of half-width m at confide
     n = ceil(z^2 * worst_variance(1) / m^2),   z = the (1 + c) / 2 normal quantile,
 
 and n respondents buy the margin z * sqrt(worst_variance(n)).
+
+Integer questions (`onebit`) are planned in the question's units: the mean's variance is that
+of a binary estimate times (max - min)^2, so the margin is a number on the question's scale.
+A multi question (`multi`) is planned per option: each is rr at epsilon / k.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ from deniable.shared.mechanisms import (
     MIN_EPSILON,
     Coins,
     Mechanism,
+    MultiRR,
+    OneBit,
     auto,
     from_epsilon,
 )
 from deniable.shared.probability import round_down
 from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
-MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto")
+MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi")
 #: As many options as a survey question may have.
 MAX_OPTIONS = SURVEY_MAX_OPTIONS
 #: More respondents than any survey will have: a margin needing more is refused, not overflowed.
@@ -65,6 +71,7 @@ class Plan:
     respondents: int | None
     chosen: PlanRow
     rows: list[PlanRow]
+    width: int | None = None
 
 
 def z_for(confidence: float) -> float:
@@ -91,10 +98,18 @@ def coins_at(epsilon: float) -> Coins:
     return Coins(truth=round_down((e - 1.0) / (e + 1.0)), yes=Fraction(1, 2))
 
 
-def mechanism_for(name: str, k: int, epsilon: float) -> Mechanism:
-    """The mechanism `name` over k options at epsilon; PlanError if it does not fit."""
+def mechanism_for(name: str, k: int, epsilon: float, width: int = 1) -> Mechanism:
+    """The mechanism `name` over k options (onebit: a range `width` wide) at epsilon;
+    PlanError if it does not fit."""
     if name not in MECHANISM_NAMES:
         raise PlanError(f"mechanism: expected one of {', '.join(MECHANISM_NAMES)}, got {name!r}")
+    if name == "onebit":
+        return OneBit.from_epsilon(low=0, high=width, epsilon=epsilon)
+    if name == "multi":
+        try:
+            return MultiRR.from_epsilon(k, epsilon=epsilon)
+        except ValueError as exc:
+            raise PlanError(str(exc)) from None
     if name in ("rr", "coins") and k != 2:
         raise PlanError(
             f"mechanism: {name} answers binary questions only (options 2), got options {k}"
@@ -106,13 +121,25 @@ def mechanism_for(name: str, k: int, epsilon: float) -> Mechanism:
     return from_epsilon(name, k, epsilon=epsilon)
 
 
+def _scale(mechanism: Mechanism) -> float:
+    """The estimate's units per unit of share: max - min for an integer mean, else 1."""
+    return float(mechanism.high - mechanism.low) if isinstance(mechanism, OneBit) else 1.0
+
+
 def respondents_needed(mechanism: Mechanism, margin: float, confidence: float = 0.95) -> int:
-    """Respondents for a worst-case interval half-width `margin` at `confidence`."""
-    if not isinstance(margin, int | float) or not 0 < margin < 1:
-        raise PlanError(f"margin: expected a number between 0 and 1, like 0.05, got {margin!r}")
+    """Respondents for a worst-case interval half-width `margin` at `confidence` (for onebit, in
+    the question's units)."""
+    scale = _scale(mechanism)
+    if not isinstance(margin, int | float) or not 0 < margin < scale:
+        example = "0.05" if scale == 1 else f"{scale / 20:g}"
+        raise PlanError(
+            f"margin: expected a number between 0 and {scale:g}, like {example}, got {margin!r}"
+        )
     z = z_for(confidence)
     needed = (
-        z * z * mechanism.worst_variance(1) / (margin * margin) if margin > 1e-150 else math.inf
+        z * z * mechanism.worst_variance(1) * scale * scale / (margin * margin)
+        if margin > 1e-150 * scale
+        else math.inf
     )
     if not needed <= MAX_RESPONDENTS:
         raise PlanError(
@@ -126,7 +153,7 @@ def margin_for(mechanism: Mechanism, respondents: int, confidence: float = 0.95)
     """The worst-case interval half-width that `respondents` buy at `confidence`."""
     if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
         raise PlanError(f"respondents: expected a whole number from 1, got {respondents!r}")
-    return z_for(confidence) * math.sqrt(mechanism.worst_variance(respondents))
+    return z_for(confidence) * math.sqrt(mechanism.worst_variance(respondents)) * _scale(mechanism)
 
 
 def compared(k: int) -> tuple[str, ...]:
@@ -142,9 +169,19 @@ def plan(
     options: int = 2,
     confidence: float = 0.95,
     mechanism: str | None = None,
+    width: int | None = None,
 ) -> Plan:
-    """Respondents needed for `margin` (or the margin `respondents` buy), with a comparison."""
+    """Respondents needed for `margin` (or the margin `respondents` buy), with a comparison.
+
+    `mechanism="onebit"` plans an integer question's mean over a range `width` = max - min
+    wide (the margin in its units); `"multi"` plans each option of a multi question."""
     epsilon = check_epsilon(epsilon)
+    if (mechanism == "onebit") != (width is not None):
+        raise PlanError("range: give --range (max - min) with --mechanism onebit, and only then")
+    if width is not None and (
+        isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= 2 * 10**9
+    ):
+        raise PlanError(f"range: expected a whole number max - min from 1, got {width!r}")
     if isinstance(options, bool) or not isinstance(options, int) or not 2 <= options <= MAX_OPTIONS:
         raise PlanError(
             f"options: expected a whole number from 2 to {MAX_OPTIONS}, got {options!r}"
@@ -159,6 +196,11 @@ def plan(
             return PlanRow(label, mech, respondents_needed(mech, margin, confidence), None)
         return PlanRow(label, mech, None, margin_for(mech, respondents, confidence))
 
+    if name in ("onebit", "multi"):
+        chosen = row(name, mechanism_for(name, options, epsilon, width or 1))
+        return Plan(
+            epsilon, options, float(confidence), z, margin, respondents, chosen, [chosen], width
+        )
     rows = [row(other, mechanism_for(other, options, epsilon)) for other in compared(options)]
     chosen = next((r for r in rows if r.name == name), None)
     if chosen is None:
@@ -170,8 +212,14 @@ def plan(
 
 def format_plan(result: Plan) -> str:
     """The plan as text: the comparison table, then the chosen number alone on the last line."""
+    if result.width is not None:
+        what = f"a mean over a range of {result.width} (margin in the question's units)"
+    elif result.chosen.name == "multi":
+        what = f"{result.options} options, each selected or not at epsilon / {result.options}"
+    else:
+        what = f"{result.options} options"
     lines = [
-        f"epsilon {result.epsilon:g}, {result.options} options, confidence {result.confidence:.0%} "
+        f"epsilon {result.epsilon:g}, {what}, confidence {result.confidence:.0%} "
         f"(z = {result.z:.6f}), worst case over the true distribution",
     ]
     if result.margin is not None:

@@ -4,7 +4,8 @@ P(report supports the outcome | x) = q* + (p* - q*) logistic(x beta), fitted by 
 likelihood: Fisher scoring steps with step halving until the gradient of the average
 log-likelihood is below 1e-8, then standard errors from the observed information (the
 Hessian) at the maximum, Wald z, two-sided p and interval. Covariates are plain questions
-(binary 0/1, categorical as treatment dummies with the first option as reference), combined
+(binary 0/1, categorical as treatment dummies with the first option as reference, integer as
+the number), combined
 by a Wilkinson formula as `formulaic` parses it. Reports are streamed and folded into counts
 per covariate pattern, so memory does not grow with their number.
 """
@@ -53,6 +54,12 @@ def _outcome(survey: Survey, text: str) -> tuple[str, int]:
             f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
             "randomized question"
         )
+    if question.type == "integer":
+        raise AnalysisError(
+            f"formula: the outcome {qid!r} is a number (onebit); the outcome must be a yes/no: a "
+            "binary question, or one option of a categorical or multi question (compare its "
+            "mean across groups with breakdown)"
+        )
     if label is None:
         if question.type != "binary":
             raise AnalysisError(
@@ -83,6 +90,11 @@ def _covariates(survey: Survey, rhs: Any) -> list[str]:
                 f"formula: {name!r} is randomized, so its true answer is unknown per report; "
                 "covariates must be plain questions (mechanism none)"
             )
+        if question.type == "multi":
+            raise AnalysisError(
+                f"formula: {name!r} is a select-all (multi) question; covariates are plain "
+                "binary, categorical or integer questions"
+            )
         used.append(name)
     return used
 
@@ -109,7 +121,7 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
     for i, qid in enumerate(covariates):
         question = survey.questions[qid]
         values = [pattern[i] for pattern in patterns]
-        if question.type == "binary":
+        if question.type in ("binary", "integer"):  # 0/1, or the number itself
             columns[qid] = np.array(values, dtype=np.float64)
         else:
             labels = [question.options[v] for v in values]

@@ -23,7 +23,9 @@ from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.signing import generate_key
 from deniable.shared.survey import Question
 
-Truth = dict[str, list[float]]
+#: Per question: option probabilities (binary, categorical); each option's probability of
+#: being selected (multi); or value -> probability (integer).
+Truth = dict[str, Any]
 
 
 class SimulationError(DeniableError):
@@ -31,22 +33,77 @@ class SimulationError(DeniableError):
 
 
 def default_truth(survey: Survey) -> Truth:
-    """A fixed skewed truth: 30% yes for binary questions, weights k, k-1, ..., 1 otherwise."""
+    """A fixed skewed truth: 30% yes for binary questions, weights k, k-1, ..., 1 over the
+    options (categorical) or over five points from min to max (integer), and option i of a
+    multi question selected with probability 0.4 / (i + 1)."""
     truth: Truth = {}
     for qid, q in survey.questions.items():
         if q.type == "binary":
             truth[qid] = [0.7, 0.3]
+        elif q.type == "integer":
+            assert q.low is not None and q.high is not None
+            points = sorted({q.low + (q.high - q.low) * i // 4 for i in range(5)})
+            total = len(points) * (len(points) + 1) / 2
+            truth[qid] = {v: (len(points) - i) / total for i, v in enumerate(points)}
+        elif q.type == "multi":
+            truth[qid] = [0.4 / (i + 1) for i in range(q.k)]
         else:
             total = q.k * (q.k + 1) / 2
             truth[qid] = [(q.k - i) / total for i in range(q.k)]
     return truth
 
 
-def _question_truth(q: Question, given: object) -> list[float]:
-    if not isinstance(given, dict) or not given:
+def _probability(q: Question, label: object, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise SimulationError(
-            f'truth.{q.id}: expected an object of option: probability, like {{"yes": 0.3}}'
+            f"truth.{q.id}.{label}: expected a probability from 0 to 1, got {value!r}"
         )
+    return float(value)
+
+
+def _integer_truth(q: Question, given: dict[str, object]) -> dict[int, float]:
+    """value -> probability over an integer question's range; they must add up to 1."""
+    truth: dict[int, float] = {}
+    for label, value in given.items():
+        try:
+            number = q.normalize(label)
+        except DeniableError:
+            raise SimulationError(
+                f"truth.{q.id}: {label!r} is not a whole number from {q.low} to {q.high}"
+            ) from None
+        truth[int(number)] = truth.get(int(number), 0.0) + _probability(q, label, value)  # type: ignore[arg-type]
+    total = math.fsum(truth.values())
+    if abs(total - 1) > 1e-6:
+        raise SimulationError(f"truth.{q.id}: the probabilities add up to {total:g}, not 1")
+    return truth
+
+
+def _multi_truth(q: Question, given: dict[str, object]) -> list[float]:
+    """Each option's probability of being selected (independently); unnamed keep the default."""
+    probs = [0.4 / (i + 1) for i in range(q.k)]
+    for label, value in given.items():
+        try:
+            index = q.index_of(label)
+        except DeniableError:
+            raise SimulationError(
+                f"truth.{q.id}: no option {label!r}; options are {', '.join(q.options)}"
+            ) from None
+        probs[index] = _probability(q, label, value)
+    return probs
+
+
+def _question_truth(q: Question, given: object) -> Any:
+    if not isinstance(given, dict) or not given:
+        examples = {"integer": '{"0": 0.5, "3": 0.5}', "multi": '{"cannabis": 0.3}'}
+        example = examples.get(q.type, '{"yes": 0.3}')
+        kind = "value" if q.type == "integer" else "option"
+        raise SimulationError(
+            f"truth.{q.id}: expected an object of {kind}: probability, like {example}"
+        )
+    if q.type == "integer":
+        return _integer_truth(q, given)
+    if q.type == "multi":
+        return _multi_truth(q, given)
     probs: list[float | None] = [None] * q.k
     for label, value in given.items():
         try:
@@ -56,11 +113,7 @@ def _question_truth(q: Question, given: object) -> list[float]:
             raise SimulationError(
                 f"truth.{q.id}: no option {label!r}; options are {allowed}"
             ) from None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise SimulationError(
-                f"truth.{q.id}.{label}: expected a probability from 0 to 1, got {value!r}"
-            )
-        probs[index] = float(value)
+        probs[index] = _probability(q, label, value)
     given_total = math.fsum(p for p in probs if p is not None)
     missing = [i for i, p in enumerate(probs) if p is None]
     if given_total > 1 + 1e-9:
@@ -99,11 +152,26 @@ def parse_truth(survey: Survey, text: str | None) -> Truth:
     return truth
 
 
-def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, int]:
-    """One respondent's true answers (option indices) drawn from the truth."""
-    return {
-        qid: rng.choices(range(q.k), weights=truth[qid])[0] for qid, q in survey.questions.items()
-    }
+def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, object]:
+    """One respondent's true answers (option indices, numbers, sets of indices) drawn from the
+    truth."""
+    answers: dict[str, object] = {}
+    for qid, q in survey.questions.items():
+        given = truth[qid]
+        if q.type == "integer":
+            answers[qid] = rng.choices(list(given), weights=list(given.values()))[0]
+        elif q.type == "multi":
+            answers[qid] = frozenset(i for i, p in enumerate(given) if rng.random() < p)
+        else:
+            answers[qid] = rng.choices(range(q.k), weights=given)[0]
+    return answers
+
+
+def true_value(question: Question, given: Any, option: int) -> float:
+    """The population value a results row estimates: an option's share, or the true mean."""
+    if question.type == "integer":
+        return math.fsum(v * w for v, w in given.items())
+    return float(given[option])
 
 
 def make_reports(
@@ -194,9 +262,9 @@ def comparison(survey: Survey, truth: Truth, results: Mapping[str, Any]) -> list
     """Per option: truth beside the estimate and its interval, and whether the interval holds it."""
     rows = []
     for entry in results["questions"]:
-        probs = truth[entry["id"]]
+        question = survey.questions[entry["id"]]
         for i, option in enumerate(entry["options"]):
-            t = probs[i]
+            t = true_value(question, truth[entry["id"]], i)
             rows.append(
                 {
                     "question": entry["id"],

@@ -262,9 +262,10 @@ def _wide(question: Any, entry: dict[str, Any], n: int, confidence: float) -> bo
 
     Judged by the planner's worst-case margin at n (half the range or more), or an interval
     that already spans 90% of it."""
-    if planning.margin_for(question.randomizer, n, confidence) >= 0.5:
+    width = 1.0 if question.type != "integer" else float(question.high - question.low)
+    if not question.plain and planning.margin_for(question.randomizer, n, confidence) >= width / 2:
         return True
-    return any(o["ci_high"] - o["ci_low"] >= 0.9 for o in entry["options"])
+    return any(o["ci_high"] - o["ci_low"] >= 0.9 * width for o in entry["options"])
 
 
 @bp.route("/")
@@ -283,6 +284,16 @@ def _plain_words(question: Any) -> str:
     p, q = float(question.randomizer.p_star), float(question.randomizer.q_star)
     if question.plain:
         return "a plain question: answers are sent exactly as given, not randomized"
+    if m.name == "onebit":
+        return (
+            f"one bit per answer, never the number: 1 with probability {q:.0%} at "
+            f"{question.low}, rising in proportion to {p:.0%} at {question.high}"
+        )
+    if question.type == "multi":
+        return (
+            f"one mark per option: each says truthfully whether it was selected with "
+            f"probability {p:.0%}, otherwise the opposite (epsilon / {question.k} per option)"
+        )
     if m.name == "rr":
         return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
     if m.name == "coins":
@@ -369,6 +380,7 @@ def analysis(survey_id: str) -> str:
     args = request.args
     randomized = [q for q in resolved.questions.values() if not q.plain]
     plain = [q for q in resolved.questions.values() if q.plain]
+    groups = [q for q in plain if q.type in ("binary", "categorical")]
     found: dict[str, Any] = {}
     errors: dict[str, str] = {}
     runs = {
@@ -409,6 +421,8 @@ def analysis(survey_id: str) -> str:
         target = resolved.questions[doc["question"]]
         for group in doc["groups"]:
             entry = {"id": target.id, "type": target.type, "options": group["options"]}
+            if target.type == "integer":
+                entry.update(min=target.low, max=target.high)
             title = f"{target.text}: {doc['by']} = {group['group']}"
             charts.append({"group": group, "chart": question_chart(entry, confidence, title)})
     if "crosstab" in found:
@@ -424,8 +438,8 @@ def analysis(survey_id: str) -> str:
         record=record,
         survey=resolved,
         randomized=randomized,
-        plain=plain,
-        questions=list(resolved.questions.values()),
+        plain=groups,
+        questions=[q for q in resolved.questions.values() if q.type != "integer"],
         found=found,
         errors=errors,
         charts=charts,
@@ -437,9 +451,11 @@ def analysis(survey_id: str) -> str:
 
 def _example_formula(randomized: list[Any], plain: list[Any]) -> str:
     outcome = next((q.id for q in randomized if q.type == "binary"), None)
-    if outcome is None and randomized:
-        outcome = f"{randomized[0].id}[{randomized[0].options[1]}]"
-    covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in plain[:2]) or "1"
+    choice = [q for q in randomized if q.type in ("categorical", "multi")]
+    if outcome is None and choice:
+        outcome = f"{choice[0].id}[{choice[0].options[-1 if choice[0].type == 'multi' else 1]}]"
+    usable = [q for q in plain if q.type != "multi"]
+    covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in usable[:2]) or "1"
     return f"{outcome} ~ {covariates}" if outcome else ""
 
 

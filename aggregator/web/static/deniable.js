@@ -67,6 +67,39 @@ function optionIndex(question, value) {
   throw new Error(`${question.id}: ${JSON.stringify(value)} is not an answer`);
 }
 
+function integerOffset(question, value) {
+  const text = typeof value === "string" ? value.trim() : value;
+  const number = typeof text === "string" && /^[+-]?\d{1,10}$/.test(text) ? Number(text) : text;
+  if (!Number.isInteger(number) || number < question.min || number > question.max) {
+    throw new Error(
+      `${question.id}: ${JSON.stringify(value)} is not a whole number from ${question.min} to ${question.max}`,
+    );
+  }
+  return number - question.min;
+}
+
+function selection(question, value) {
+  let items = value;
+  if (typeof value === "string") {
+    items = question.options.includes(value.trim())
+      ? [value.trim()]
+      : value.split(",").filter((part) => part.trim());
+  }
+  if (!Array.isArray(items)) {
+    throw new Error(`${question.id}: ${JSON.stringify(value)} is not a list of options`);
+  }
+  const chosen = new Set();
+  for (const item of items) {
+    const label = typeof item === "string" ? item.trim() : item;
+    const index = Number.isInteger(label) ? label : question.options.indexOf(label);
+    if (!(index >= 0 && index < question.options.length)) {
+      throw new Error(`${question.id}: ${JSON.stringify(item)} is not an option`);
+    }
+    chosen.add(index);
+  }
+  return chosen;
+}
+
 function params(question) {
   const raw = question[question.mechanism] || {};
   const out = {};
@@ -77,8 +110,31 @@ function params(question) {
 /** The noisy report answer of `question` (an entry of the resolved survey's questions) for the
  * true answer `value` (an option label or index; for binary also yes/no, true/false, 1/0). */
 export function randomize(question, value) {
-  const index = optionIndex(question, value);
   const p = params(question);
+  if (question.type === "integer") {
+    const offset = integerOffset(question, value);
+    if (question.mechanism === "none") return question.min + offset;
+    if (question.mechanism !== "onebit") {
+      throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
+    }
+    // 1 with probability q* + (p* - q*) * offset / (max - min), as one exact fraction.
+    const width = BigInt(question.max - question.min);
+    const keep = p.keep;
+    const num = (keep.den - keep.num) * width + (2n * keep.num - keep.den) * BigInt(offset);
+    return flip({ num, den: keep.den * width }) ? 1 : 0;
+  }
+  if (question.type === "multi") {
+    const chosen = selection(question, value);
+    let bits = "";
+    for (let i = 0; i < question.options.length; i += 1) {
+      const selected = chosen.has(i);
+      if (question.mechanism === "none") bits += selected ? "1" : "0";
+      else if (question.mechanism === "rr") bits += flip(p.keep) === selected ? "1" : "0";
+      else throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
+    }
+    return bits;
+  }
+  const index = optionIndex(question, value);
   switch (question.mechanism) {
     case "none": // a plain question: sent exactly as answered (the page says so)
       return index;

@@ -36,7 +36,10 @@ const STATUS_TEXT = {
 };
 
 function shownAnswer(question, sent) {
-  if (question.mechanism === "oue") {
+  if (question.type === "integer") {
+    return question.mechanism === "none" ? `${sent}` : `${sent} (one bit)`;
+  }
+  if (question.mechanism === "oue" || question.type === "multi") {
     const picked = question.options.filter((_, i) => sent[i] === "1");
     return `${sent} (supports: ${picked.join(", ") || "none"})`;
   }
@@ -71,7 +74,26 @@ async function showSpent() {
 function truthFromForm(survey) {
   const truth = {};
   for (const question of survey.questions) {
-    const checked = form.querySelector(`input[name="${CSS.escape(question.id)}"]:checked`);
+    const name = CSS.escape(question.id);
+    if (question.type === "multi") {
+      const boxes = form.querySelectorAll(`input[name="${name}"]:checked`);
+      truth[question.id] = Array.from(boxes, (box) => box.value);
+      continue;
+    }
+    if (question.type === "integer") {
+      const input = form.querySelector(`input[name="${name}"]`);
+      const text = input.value.trim();
+      const number = Number(text);
+      if (!/^[+-]?\d+$/.test(text) || number < question.min || number > question.max) {
+        input.focus();
+        throw new Error(
+          `"${question.text}" needs a whole number from ${question.min} to ${question.max}.`,
+        );
+      }
+      truth[question.id] = number;
+      continue;
+    }
+    const checked = form.querySelector(`input[name="${name}"]:checked`);
     if (!checked) {
       document.getElementById(`q-${question.id}`)?.scrollIntoView({ block: "center" });
       throw new Error(`Answer every question first: "${question.text}" has no answer.`);

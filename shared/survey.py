@@ -418,6 +418,12 @@ class Question:
             if not isinstance(raw, dict) or set(raw) != {"keep"}:
                 raise _fail(f"{where}{name}", f'expected {{"keep": <probability>}}, got {raw!r}')
             keep = parse_probability(raw["keep"], field=f"{where}{name}.keep")
+            if not mech.HALF < keep < 1:
+                raise _fail(
+                    f"{where}{name}.keep",
+                    f"must lie strictly between 1/2 and 1 (p*, the chance the report leans "
+                    f"the true way), got {raw['keep']!r}",
+                )
             if qtype == "integer":
                 assert low is not None and high is not None
                 return mech.OneBit(low=low, high=high, keep=keep)

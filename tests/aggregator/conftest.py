@@ -56,6 +56,47 @@ SURVEY_DOC: dict[str, Any] = {
 
 TRUTH = {"smokes": "yes", "cheated": "no", "party": "B", "region": "east"}
 
+#: A survey with the number and select-all types: a randomized mean (onebit), a plain age, a
+#: randomized and a plain multi.
+NUMBERS_DOC: dict[str, Any] = {
+    "id": "numbers",
+    "title": "Numbers",
+    "questions": [
+        {
+            "id": "drinks",
+            "text": "How many drinks last week?",
+            "type": "integer",
+            "min": 0,
+            "max": 20,
+            "epsilon": 1.0,
+        },
+        {
+            "id": "used",
+            "text": "Which of these have you ever used?",
+            "type": "multi",
+            "options": ["cannabis", "ecstasy", "LSD"],
+            "epsilon": 3.0,
+        },
+        {
+            "id": "age",
+            "text": "How old are you?",
+            "type": "integer",
+            "min": 18,
+            "max": 99,
+            "mechanism": "none",
+        },
+        {
+            "id": "apps",
+            "text": "Which apps do you use?",
+            "type": "multi",
+            "options": ["mail", "chat"],
+            "mechanism": "none",
+        },
+    ],
+}
+
+NUMBERS_TRUTH: dict[str, Any] = {"drinks": 3, "used": ["cannabis", "LSD"], "age": 40, "apps": []}
+
 
 @pytest.fixture
 def survey_doc() -> dict[str, Any]:

@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, settings
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
-from tests.aggregator.conftest import SURVEY_DOC
+from deniable.shared import Survey, make_report
+from deniable.shared.signing import generate_key
+from tests.aggregator.conftest import NUMBERS_DOC, NUMBERS_TRUTH, SURVEY_DOC
 
 pytestmark = pytest.mark.slow
 
@@ -69,6 +71,12 @@ def test_the_document_says_exactly_what_the_server_accepts(live_server: Any) -> 
     live_server.create_survey(copy.deepcopy(SURVEY_DOC))
     invite_only = {**copy.deepcopy(SURVEY_DOC), "id": "invite-only", "enrollment": "invite"}
     live_server.create_survey(invite_only)
+    # A survey with every question type and a few reports, so results carry each row's shape.
+    numbers = Survey.from_dict(live_server.create_survey(copy.deepcopy(NUMBERS_DOC))["survey"])
+    for drinks in (0, 7, 20):
+        report = make_report(numbers, {**NUMBERS_TRUTH, "drinks": drinks}, generate_key())
+        posted = requests.post(f"{live_server.url}/api/v1/reports", json=report, timeout=10)
+        assert posted.status_code == 201, posted.text
     result = run_schemathesis(live_server, examples=EXAMPLES, seed=SEED)
     assert result.returncode == 0, result.stdout[-6000:]
     assert "schemathesis.toml" in result.stdout  # the repository's settings were used
@@ -90,6 +98,7 @@ def _app() -> Any:
         store = get_store()
         store.add_token(credentials.digest(TOKEN), "schemathesis", "2026-01-01T00:00:00Z")
         create_survey(store, copy.deepcopy(SURVEY_DOC))
+        create_survey(store, copy.deepcopy(NUMBERS_DOC))
     return app
 
 

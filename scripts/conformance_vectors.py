@@ -105,6 +105,51 @@ SURVEYS: list[dict[str, object]] = [
             },
         ],
     },
+    {
+        "id": "numbers",
+        "title": "Numbers and select-all",
+        "questions": [
+            {
+                "id": "drinks",
+                "text": "Drinks last week?",
+                "type": "integer",
+                "min": 0,
+                "max": 20,
+                "epsilon": 1.0,
+            },
+            {
+                "id": "temperature",
+                "text": "Room temperature?",
+                "type": "integer",
+                "min": -40,
+                "max": 1000000000,
+                "mechanism": "onebit",
+                "onebit": {"keep": "3/4"},
+            },
+            {
+                "id": "used",
+                "text": "Ever used?",
+                "type": "multi",
+                "options": ["cannabis", "ecstasy", "LSD"],
+                "epsilon": 3.0,
+            },
+            {
+                "id": "age",
+                "text": "Age?",
+                "type": "integer",
+                "min": -5,
+                "max": 120,
+                "mechanism": "none",
+            },
+            {
+                "id": "apps",
+                "text": "Apps?",
+                "type": "multi",
+                "options": ["mail", "chat"],
+                "mechanism": "none",
+            },
+        ],
+    },
 ]
 
 

@@ -48,9 +48,41 @@ DOC = {
             "options": ["north", "south", "east"],
             "mechanism": "none",
         },
+        {
+            "id": "drinks",
+            "text": "Drinks last week?",
+            "type": "integer",
+            "min": 0,
+            "max": 20,
+            "epsilon": 0.5,
+        },
+        {
+            "id": "used",
+            "text": "Ever used?",
+            "type": "multi",
+            "options": ["cannabis", "ecstasy", "LSD"],
+            "epsilon": 1.5,
+        },
+        {
+            "id": "age",
+            "text": "Age?",
+            "type": "integer",
+            "min": 18,
+            "max": 99,
+            "mechanism": "none",
+        },
     ],
 }
-ANSWERS = {"smokes": "yes", "cheated": "no", "party": "B", "apps": "chat", "region": "east"}
+ANSWERS: dict[str, Any] = {
+    "smokes": "yes",
+    "cheated": "no",
+    "party": "B",
+    "apps": "chat",
+    "region": "east",
+    "drinks": "7",
+    "used": ["cannabis", "LSD"],
+    "age": "42",
+}
 
 
 @pytest.fixture
@@ -64,9 +96,20 @@ def n_reports(server: Any, survey_id: str = "web-page") -> int:
     return server.results(survey_id)["n"]
 
 
-def fill_and_send(page: Any) -> None:
+def fill(page: Any) -> None:
+    """Answer every question through the form: radios, checkboxes and number inputs."""
     for qid, value in ANSWERS.items():
-        page.locator(f'input[name="{qid}"][value="{value}"]').check()
+        if isinstance(value, list):
+            for label in value:
+                page.locator(f'input[name="{qid}"][value="{label}"]').check()
+        elif page.locator(f'input[name="{qid}"][type="number"]').count():
+            page.locator(f'input[name="{qid}"]').fill(value)
+        else:
+            page.locator(f'input[name="{qid}"][value="{value}"]').check()
+
+
+def fill_and_send(page: Any) -> None:
+    fill(page)
     page.locator("button[type=submit]").click()
 
 
@@ -105,6 +148,13 @@ def test_answering_sends_only_a_signed_noisy_report(server: Any, page: Any) -> N
         survey.questions[qid].validate(sent)  # wire-encoded noisy answers only
     assert report["answers"]["apps"] != "chat" and len(report["answers"]["apps"]) == 6
     assert report["answers"]["region"] == 2  # plain: sent exactly as answered, and said so
+    assert report["answers"]["age"] == 42
+    assert report["answers"]["drinks"] in (0, 1)  # one bit, never the number
+    assert len(report["answers"]["used"]) == 3
+    expect(page.locator("#q-age .plain")).to_have_count(1)
+    expect(page.locator("#q-drinks .explain")).to_contain_text("one bit")
+    receipt_text = page.locator("#receipt").inner_text()
+    assert "Drinks last week? → " in receipt_text and "Ever used? → " in receipt_text
     expect(page.locator("#q-region .plain")).to_have_text(
         "Sent exactly as you answer: not randomized."
     )
@@ -198,7 +248,9 @@ def test_the_modules_sampler_matches_the_exact_probabilities(server: Any, page: 
             const { randomize } = await import('/static/deniable.js');
             const out = {};
             for (const q of questions) {
-              const truth = q.type === 'binary' ? 'yes' : q.options[1];
+              const truth = q.type === 'binary' ? 'yes'
+                : q.type === 'integer' ? q.min + 7
+                : q.type === 'multi' ? [q.options[1]] : q.options[1];
               const tally = {};
               for (let i = 0; i < draws; i += 1) {
                 const a = String(randomize(q, truth));
@@ -211,16 +263,18 @@ def test_the_modules_sampler_matches_the_exact_probabilities(server: Any, page: 
         [resolved, DRAWS],
     )
     for question in survey.questions.values():
-        truth = 1  # "yes", or the second option
+        truth: Any = 1  # "yes", the second option, the second selected alone
         mech = question.randomizer
-        exact = {o: mech.probability(o, truth) for o in mech.outputs()}
         observed = counts[question.id]
-        if question.mechanism == "oue":  # each bit on its own: 2^6 outputs are too many cells
+        if question.type == "integer":
+            truth = 7  # the offset from min
+        if question.mechanism == "oue" or question.type == "multi":  # each bit on its own
             for i in range(question.k):
                 p = float(question.randomizer.p_star if i == truth else question.randomizer.q_star)
                 ones = sum(n for out, n in observed.items() if out[i] == "1")
                 assert abs(ones / DRAWS - p) <= 4.5 * math.sqrt(p * (1 - p) / DRAWS), (i, ones)
             continue
+        exact = {o: mech.probability(o, truth) for o in mech.outputs()}
         assert set(observed) <= {str(o) for o in exact}
         for output, probability in exact.items():
             p = float(probability)
@@ -255,8 +309,13 @@ def test_a_phone_answers_from_the_keyboard_without_cookies(server: Any, browser:
         wide = page.evaluate("document.documentElement.scrollWidth")
         assert wide <= 360  # nothing wider than a small phone
         for qid, value in ANSWERS.items():
-            page.locator(f'input[name="{qid}"][value="{value}"]').focus()
-            page.keyboard.press("Space")
+            if isinstance(value, str) and value.isdigit():  # a number input: type it
+                page.locator(f'input[name="{qid}"]').focus()
+                page.keyboard.type(value)
+                continue
+            for label in value if isinstance(value, list) else [value]:
+                page.locator(f'input[name="{qid}"][value="{label}"]').focus()
+                page.keyboard.press("Space")
         page.locator("button[type=submit]").focus()
         page.keyboard.press("Enter")
         expect(page.locator("#receipt-status")).to_contain_text("accepted")
@@ -299,3 +358,20 @@ def test_a_survey_over_the_epsilon_cap_is_refused_before_randomizing(
     expect(page.locator("#status")).to_contain_text("over its cap of 10")
     expect(page.locator("button[type=submit]")).to_be_disabled()
     assert n_reports(server, "costly") == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_number_out_of_range_is_refused_and_nothing_is_sent(server: Any, page: Any) -> None:
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto(f"{server.url}/s/web-page")
+    fill(page)
+    page.locator('input[name="drinks"]').fill("25")
+    page.locator("button[type=submit]").click()
+    expect(page.locator("#status")).to_contain_text("needs a whole number from 0 to 20")
+    expect(page.locator("[data-report-id]")).to_be_hidden()
+    assert posts == [] and n_reports(server) == 0
+    page.locator('input[name="drinks"]').fill("20")
+    page.locator("button[type=submit]").click()
+    expect(page.locator("#receipt-status")).to_contain_text("accepted")
+    assert n_reports(server) == 1

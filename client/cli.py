@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from deniable.client.client import Client
+from deniable.client.client import Client, check_true_answers
 from deniable.client.errors import ClientError
 from deniable.client.explain import PLAIN_NOTICE, explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
@@ -114,7 +114,10 @@ def parse_answers(
     multiple=True,
     metavar="ID=VALUE",
     callback=parse_answers,
-    help="A true answer: question id and option label (or 0-based index). Repeatable.",
+    help=(
+        "A true answer: question id and option label (or 0-based index), or a whole number; "
+        "a select-all question takes labels separated by commas, or the flag repeated."
+    ),
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not prompt: every answer must be given.")
 @click.option("--invitation", metavar="CODE", help="Invitation code, for invite-only surveys.")
@@ -169,6 +172,7 @@ def answer(
             click.confirm(
                 "Randomize these answers on this device and send them?", default=True, abort=True
             )
+        check_true_answers(survey, truth)  # a bad answer is said before anything else
         plain = [q.id for q in survey.questions.values() if q.plain]
         if plain and yes:  # the prompts said it already; say it before sending here too
             click.echo(f"{PLAIN_NOTICE} ({', '.join(plain)})", err=True)

@@ -76,7 +76,13 @@ def plan_command(
 @click.option("--respondents", "-n", type=click.IntRange(1, 1_000_000), required=True)
 @click.option("--url", required=True, help="The aggregator, e.g. http://127.0.0.1:8000.")
 @click.option(
-    "--truth", default=None, help="JSON or a JSON file: {question: {option: probability}}."
+    "--truth",
+    default=None,
+    help=(
+        "JSON or a JSON file: {question: {option: probability}}; an integer question takes "
+        "{value: probability} (adding up to 1), a multi question each option's chance of "
+        "being selected."
+    ),
 )
 @click.option("--batch", type=click.IntRange(1, 1000), default=500, show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for the true answers (not the coins).")

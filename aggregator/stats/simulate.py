@@ -79,8 +79,9 @@ def _integer_truth(q: Question, given: dict[str, object]) -> dict[int, float]:
 
 
 def _multi_truth(q: Question, given: dict[str, object]) -> list[float]:
-    """Each option's probability of being selected (independently); unnamed keep the default."""
-    probs = [0.4 / (i + 1) for i in range(q.k)]
+    """Each option's probability of being selected (independently); an option not named is
+    never selected."""
+    probs = [0.0] * q.k
     for label, value in given.items():
         try:
             index = q.index_of(label)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from deniable.aggregator import AnalysisError, analyze, breakdown, regress
+from deniable.aggregator import AnalysisError, analyze, breakdown, crosstab, regress
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import create_survey
@@ -202,3 +202,15 @@ def test_a_plain_integer_is_a_numeric_covariate_and_a_multi_option_an_outcome():
 def test_keep_as_a_fraction_gives_exact_probabilities():
     drinks = Survey.from_dict(BREAKDOWN_DOC).questions["drinks"]
     assert drinks.randomizer.one_probability(4) == F(1, 4) + F(1, 2) * F(4, 10)
+
+
+def test_a_crosstab_with_a_multi_question_estimates_who_selects_each_option_in_each_cell():
+    data = _rows((1, "10", 0, 30), (1, "11", 0, 40), (0, "00", 1, 50), (1, "01", 1, 60))
+    doc = crosstab(BREAKDOWN_DOC, data, "used", "sex", verify=False)
+    cells = {(c["first"], c["second"]): c["estimate"] for c in doc["cells"]}
+    # keep 3/4: each report's term is (bit - 1/4) / (1/2) where sex matches, else 0; mean of 4.
+    unbias = lambda bit: (bit - 0.25) / 0.5  # noqa: E731
+    assert cells["a", "f"] == pytest.approx((unbias(1) + unbias(1)) / 4)
+    assert cells["b", "m"] == pytest.approx((unbias(0) + unbias(1)) / 4)
+    with pytest.raises(AnalysisError, match="integer question"):
+        crosstab(BREAKDOWN_DOC, data, "drinks", "sex", verify=False)

@@ -17,23 +17,42 @@ from deniable.aggregator.stats.simulate import Sent
 DEMO_RESPONDENTS = 3000
 BATCH = 1000
 
-#: The true population shares the simulated respondents are drawn to match, per question.
-DEMO_TRUTH: dict[str, dict[str, float]] = {
-    "smokes": {"no": 0.8, "yes": 0.2},
-    "cheated": {"no": 0.65, "yes": 0.35},
-    "commute": {"car": 0.45, "transit": 0.3, "bike": 0.15, "walk": 0.1},
-    "screen-time": {"under 1": 0.05, "1-3": 0.25, "3-5": 0.35, "5-8": 0.25, "over 8": 0.1},
+#: The true population, per demo survey and question: option shares; for an integer question
+#: value -> share; for a multi question each option's chance of being selected.
+DEMO_TRUTHS: dict[str, dict[str, dict[str, float]]] = {
+    "demo-habits": {
+        "smokes": {"no": 0.8, "yes": 0.2},
+        "cheated": {"no": 0.65, "yes": 0.35},
+        "commute": {"car": 0.45, "transit": 0.3, "bike": 0.15, "walk": 0.1},
+        "screen-time": {"under 1": 0.05, "1-3": 0.25, "3-5": 0.35, "5-8": 0.25, "over 8": 0.1},
+    },
+    "demo-numbers": {
+        "drinks": {"0": 0.3, "2": 0.25, "5": 0.2, "10": 0.15, "20": 0.1},  # mean 5
+        "used": {"cannabis": 0.35, "ecstasy": 0.08, "LSD": 0.05, "mushrooms": 0.1},
+        "age": {"25": 0.3, "40": 0.3, "60": 0.25, "80": 0.15},
+        "region": {"north": 0.3, "south": 0.3, "east": 0.2, "west": 0.2},
+    },
 }
+DEMO_FILES = ("examples/demo-survey.json", "examples/demo-numbers.json")
+
+
+def _doc(name: str) -> dict[str, Any]:
+    path = resources.files("deniable.aggregator").joinpath(name)
+    return json.loads(path.read_text("utf-8"))
 
 
 def demo_survey_doc() -> dict[str, Any]:
-    """The example survey document shipped in aggregator/examples/demo-survey.json."""
-    path = resources.files("deniable.aggregator").joinpath("examples/demo-survey.json")
-    return json.loads(path.read_text("utf-8"))
+    """The first example survey (binary and categorical questions)."""
+    return _doc(DEMO_FILES[0])
+
+
+def demo_survey_docs() -> list[dict[str, Any]]:
+    """Every demo survey: the habits survey, and one with numbers and select-all questions."""
+    return [_doc(name) for name in DEMO_FILES]
 
 
 def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS) -> Sent:
     """Answer the served survey with simulated respondents through the client's HTTP layer."""
     api, survey = simulate.fetch_survey(url, survey_id)
-    truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTH))
+    truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTHS[survey_id]))
     return simulate.send(api, survey, truth, respondents, batch=BATCH, seed=2026)

@@ -700,6 +700,192 @@ def plot(results: Sequence[dict], path: Path) -> None:
     plt.close(fig)
 
 
+# -- numbers and select-all: the mean's and each option's error against the analytic variance --
+
+NUMBER_EPSILONS = (0.5, 1.0, 2.0, 4.0)
+NUMBER_NS = (1_000, 10_000, 100_000)
+#: Distributions over 0..20 for the onebit mean: their names and probability vectors.
+NUMBER_VALUES = np.arange(21)
+NUMBER_TRUTHS = {
+    "uniform": np.full(21, 1 / 21),
+    "skewed": 0.7**NUMBER_VALUES / np.sum(0.7**NUMBER_VALUES),
+    "all at 0": np.where(NUMBER_VALUES == 0, 1.0, 0.0),
+}
+#: Each option's chance of being selected, for a multi question of 4 options.
+MULTI_TRUTH = np.array([0.5, 0.2, 0.05, 0.0])
+
+
+def number_question(kind: str, epsilon: float) -> Question:
+    """An integer question over 0..20 (onebit) or a 4-option multi question (rr at eps/4)."""
+    doc: dict[str, Any] = (
+        {"type": "integer", "min": 0, "max": 20, "epsilon": epsilon}
+        if kind == "onebit"
+        else {"type": "multi", "options": ["a", "b", "c", "d"], "epsilon": epsilon}
+    )
+    survey = Survey.from_dict(
+        {"id": "acc", "title": "accuracy", "questions": [{"id": "q", "text": "?", **doc}]}
+    )
+    return survey.questions["q"]
+
+
+def number_point(kind: str, epsilon: float, n: int, truth: str, trials: int, seed: int) -> dict:
+    """One grid point: the empirical MSE of the mean (onebit) or of each option (multi) over
+    `trials` simulated surveys, beside the analytic variance W^2 lambda (1 - lambda) /
+    (n (p* - q*)^2), the mean squared stderr, and the simulated and exact 95% coverage."""
+    q = number_question(kind, epsilon)
+    p_star, q_star = float(q.p_star), float(q.q_star)
+    gap, z = p_star - q_star, z_value(CONFIDENCE)
+    rng = np.random.default_rng(seed)
+    if kind == "onebit":
+        dist = NUMBER_TRUTHS[truth]
+        target = np.array([float(np.dot(NUMBER_VALUES, dist))])
+        width = 20.0
+        sigma2 = float(np.dot(NUMBER_VALUES**2, dist)) - target[0] ** 2
+    else:
+        target, width = MULTI_TRUTH, 1.0
+        sigma2 = float(np.mean(target * (1 - target)))
+    share = target / width
+    lam = q_star + gap * share
+    ones = rng.binomial(n, lam, size=(trials, lam.size))
+    est, se, low, high = option_stats(ones, n, p_star, q_star, z)
+    est, se, low, high = (width * x for x in (est, se, low, high))
+    err2 = (est - target) ** 2
+    analytic = width**2 * lam * (1 - lam) / (n * gap * gap)
+    exact = []
+    for v in range(lam.size):
+        sd = math.sqrt(n * lam[v] * (1 - lam[v]))
+        lo = max(0, int(n * lam[v] - 14 * sd) - 10)
+        hi = min(n, int(n * lam[v] + 14 * sd) + 10)
+        c = np.arange(lo, hi + 1)
+        _, _, cl, ch = option_stats(c, n, p_star, q_star, z)
+        inside = (width * cl <= target[v]) & (target[v] <= width * ch)
+        exact.append(float(np.sum(binom_pmf(n, float(lam[v]), c) * inside)))
+    interior = [v for v in range(lam.size) if 0 < share[v] < 1]
+    return {
+        "kind": kind,
+        "epsilon": epsilon,
+        "n": n,
+        "truth": truth,
+        "trials": trials,
+        "mse": float(err2.mean()),
+        "analytic_variance": float(analytic.mean()),
+        "mse_ratio": float(err2.mean() / analytic.mean()),
+        "mse_ratio_se": float(math.sqrt(2.0 / (trials * lam.size))),
+        "stderr2_ratio": float((se**2).mean() / analytic.mean()),
+        "bias_z": float(
+            np.max(np.abs((est - target).mean(axis=0)) / (np.sqrt(analytic) / math.sqrt(trials)))
+        ),
+        "coverage": float(np.mean((low <= target) & (target <= high))),
+        "coverage_exact_interior": float(np.mean([exact[v] for v in interior]))
+        if interior
+        else None,
+        "coverage_exact_edge": float(
+            np.mean([exact[v] for v in range(lam.size) if v not in interior])
+        )
+        if len(interior) < lam.size
+        else None,
+        # What the same n would give without privacy: the privacy cost as a variance factor.
+        "privacy_factor": float(analytic.mean() / (sigma2 / n)) if sigma2 > 0 else None,
+    }
+
+
+def number_grid(quick: bool, seed: int) -> list[dict]:
+    """Every numbers point: onebit over three truths, multi at k = 4."""
+    eps = (0.5, 2.0) if quick else NUMBER_EPSILONS
+    ns = (1_000, 10_000) if quick else NUMBER_NS
+    trials = 400 if quick else 4_000
+    out = []
+    for i, (e, n) in enumerate((e, n) for e in eps for n in ns):
+        for j, truth in enumerate(NUMBER_TRUTHS):
+            out.append(number_point("onebit", e, n, truth, trials, seed + 100 * i + j))
+        out.append(number_point("multi", 2 * e, n, "k=4", trials, seed + 100 * i + 50))
+    return out
+
+
+def number_checks(points: Sequence[dict]) -> list[dict]:
+    """The mean's and the options' MSE is the analytic variance; intervals cover."""
+    worst = max(points, key=lambda r: abs(r["mse_ratio"] - 1) / r["mse_ratio_se"])
+    worst_z = abs(worst["mse_ratio"] - 1) / worst["mse_ratio_se"]
+    stderr = [r["stderr2_ratio"] for r in points]
+    cover = [r["coverage_exact_interior"] for r in points if r["coverage_exact_interior"]]
+    edge = [r["coverage_exact_edge"] for r in points if r["coverage_exact_edge"]]
+    bias = max(r["bias_z"] for r in points)
+    return [
+        {
+            "check": "numbers: empirical MSE = analytic variance within 4.5 standard errors",
+            "pass": worst_z <= 4.5,
+            "detail": f"largest deviation {worst_z:.2f} se (ratio {worst['mse_ratio']:.3f} at "
+            f"{worst['kind']} eps={worst['epsilon']:g} n={worst['n']} {worst['truth']})",
+        },
+        {
+            "check": "numbers: mean squared stderr = analytic variance within 3%",
+            "pass": all(abs(x - 1) <= 0.03 for x in stderr),
+            "detail": f"range [{min(stderr):.4f}, {max(stderr):.4f}]",
+        },
+        {
+            "check": "numbers: no bias beyond 4.5 standard errors",
+            "pass": bias <= 4.5,
+            "detail": f"largest {bias:.2f}",
+        },
+        {
+            "check": "numbers: exact 95% coverage in [0.94, 0.96] for truths inside the range",
+            "pass": all(0.94 <= c <= 0.96 for c in cover),
+            "detail": f"range [{min(cover):.4f}, {max(cover):.4f}]; at the range's end (clipped "
+            f"onto the truth when it misses on the far side) [{min(edge):.4f}, {max(edge):.4f}]",
+        },
+    ]
+
+
+def number_markdown(points: Sequence[dict], check_list: Sequence[dict], command: str) -> str:
+    """The numbers table: one row per point."""
+    lines = [
+        "# Accuracy of the onebit mean and of multi options",
+        "",
+        f"`{command}`: onebit over 0..20 (W = 20) and multi with 4 options (selected with "
+        "probability 0.5, 0.2, 0.05, 0; rr at eps/4 each), counts drawn from their exact "
+        "binomial distribution, estimates by `option_stats` (the service's code) scaled by W.",
+        "`MSE/var`: the empirical MSE over the analytic variance W^2 lambda (1 - lambda) / "
+        "(n (p* - q*)^2) (its standard error in brackets); `se^2/var`: the mean squared "
+        "stderr over the same; `privacy x`: the analytic variance over the sample mean's "
+        "sigma^2 / n, i.e. how many times more respondents the same margin costs with privacy.",
+        "",
+    ]
+    for c in check_list:
+        lines.append(f"- **{'PASS' if c['pass'] else 'FAIL'}** {c['check']}: {c['detail']}")
+    lines += [
+        "",
+        "| question | eps | n | truth | trials | sqrt(MSE) | MSE/var | se^2/var | coverage "
+        "| exact coverage | privacy x |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in points:
+        exact = r["coverage_exact_interior"] or r["coverage_exact_edge"]
+        factor = "-" if r["privacy_factor"] is None else f"{r['privacy_factor']:.0f}"
+        lines.append(
+            f"| {r['kind']} | {r['epsilon']:g} | {r['n']} | {r['truth']} | {r['trials']} | "
+            f"{math.sqrt(r['mse']):.4g} | {r['mse_ratio']:.3f} ({r['mse_ratio_se']:.3f}) | "
+            f"{r['stderr2_ratio']:.4f} | {r['coverage']:.4f} | {exact:.4f} | {factor} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_numbers(quick: bool, seed: int) -> int:
+    """Run, print and save the numbers part; 1 if one of its checks fails."""
+    t0 = time.perf_counter()
+    points = number_grid(quick, seed)
+    command = "python benchmarks/accuracy.py --numbers-only" + (" --quick" if quick else "")
+    check_list = number_checks(points)
+    text = number_markdown(points, check_list, command)
+    text += f"\n{len(points)} points, {time.perf_counter() - t0:.1f} s, seed {seed}\n"
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = "accuracy-numbers-quick" if quick else "accuracy-numbers"
+    (RESULTS / f"{stem}.md").write_text(text)
+    for c in check_list:
+        print(f"{'PASS' if c['pass'] else 'FAIL'}: {c['check']} ({c['detail']})")
+    return 0 if all(c["pass"] for c in check_list) else 1
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -710,6 +896,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=20260101)
     ap.add_argument("--jobs", type=int, default=min(2, mp.cpu_count()), help="worker processes")
     ap.add_argument("--report-only", action="store_true", help="re-render the saved .json only")
+    ap.add_argument(
+        "--numbers-only",
+        action="store_true",
+        help="only the onebit mean and multi options against their analytic variance",
+    )
     return ap.parse_args(argv)
 
 
@@ -719,6 +910,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report_only:
         saved = json.loads((RESULTS / "accuracy.json").read_text())
         return report(saved["points"], saved["meta"], peer_paths=None, saved_checks=saved["checks"])
+    numbers = run_numbers(args.quick, args.seed)
+    if args.numbers_only:
+        return numbers
     t0 = time.perf_counter()
     peers = peers_available()
     if not peers:
@@ -736,7 +930,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": time.perf_counter() - t0,
         "peers": "pure-ldp, multi-freq-ldpy" if peers else "none installed",
     }
-    return report(results, meta, peer_paths, stem="accuracy-quick" if args.quick else "accuracy")
+    stem = "accuracy-quick" if args.quick else "accuracy"
+    return max(report(results, meta, peer_paths, stem=stem), numbers)
 
 
 def report(

@@ -213,27 +213,33 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
     The respondents go through the real client's HTTP layer to this very server: each signs
     its randomized report with a fresh key and the reports are posted in batches."""
     store = get_store()
-    record, _ = surveys.create_survey(store, demo.demo_survey_doc())
+    records = [surveys.create_survey(store, doc)[0] for doc in demo.demo_survey_docs()]
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     server = bind(app, host, port)
     url = f"http://{host}:{server.port}"
     worker = threading.Thread(target=server.serve_forever, daemon=True)
     worker.start()
     try:
-        if record.report_count == 0:
-            click.echo(
-                f"answering {record.id!r} with {respondents} simulated respondents...", err=True
-            )
-            sent = demo.fill_over_http(url, record.id, respondents)
-            if sent.failed:
-                raise DeniableError(sent.failure_text())
+        for record in records:
+            if record.report_count == 0:
+                click.echo(
+                    f"answering {record.id!r} with {respondents} simulated respondents...",
+                    err=True,
+                )
+                sent = demo.fill_over_http(url, record.id, respondents)
+                if sent.failed:
+                    raise DeniableError(sent.failure_text())
         token = credentials.new_token()
         store.add_token(credentials.digest(token), "demo", surveys.utc_now())
-        n = store.get_survey(record.id).report_count  # type: ignore[union-attr]
-        click.echo(f"survey:  {record.id} ({n} reports; data in {current_app.config['DATA_DIR']})")
+        for record in records:
+            n = store.get_survey(record.id).report_count  # type: ignore[union-attr]
+            click.echo(
+                f"survey:  {record.id} ({n} reports; data in {current_app.config['DATA_DIR']})"
+            )
         click.echo(f"token:   {token}")
         click.echo(
-            f"results: curl -H 'Authorization: Bearer {token}' {url}/api/v1/surveys/{record.id}/results"
+            f"results: curl -H 'Authorization: Bearer {token}' "
+            f"{url}/api/v1/surveys/{records[0].id}/results"
         )
         click.echo(f"url:     {url}/   (dashboard: log in with the token above)")
         if not no_serve:

@@ -123,6 +123,14 @@ def test_demo_fills_once(runner, auth, client):
     assert "token:" in first.stdout and "http://127.0.0.1:8000" in first.stdout
     survey_id = demo_survey_doc()["id"]
     assert client.get(f"/api/v1/surveys/{survey_id}/results", headers=auth).get_json()["n"] == 120
+    numbers = client.get("/api/v1/surveys/demo-numbers/results", headers=auth).get_json()
+    assert numbers["n"] == 120 and [q["type"] for q in numbers["questions"]] == [
+        "integer",
+        "multi",
+        "integer",
+        "categorical",
+    ]
+    assert "survey:  demo-numbers (120 reports" in first.stdout
     second = invoke(runner, "demo", "--no-serve", "--respondents", "120")
     assert second.exit_code == 0
     doc = client.get(f"/api/v1/surveys/{survey_id}/results", headers=auth).get_json()

@@ -47,7 +47,7 @@ def test_the_demo_deployment_round_trips_with_identical_results(postgres_cluster
     copied = cli("migrate-store", "--to", url, data_dir=data)
     assert copied.returncode == 0, copied.stderr
     assert f"{survey}: n=300; every tally matches" in copied.stdout
-    assert "300 reports" in copied.stdout and "1 tokens" in copied.stdout
+    assert "600 reports" in copied.stdout and "1 tokens" in copied.stdout  # two demo surveys
 
     for form in ("--json", "--csv"):
         before = cli("results", survey, form, data_dir=data)

@@ -59,3 +59,15 @@ def test_same_numbers_as_the_peers() -> None:
     rec = bench.run_point(POINT, seed=7, trials=40, peers=True)
     assert rec["ratios"]["estimate/pure-ldp.raw"]["ratio"] == pytest.approx(1.0, abs=1e-6)
     assert rec["ratios"]["share/mfl.IBU"]["ratio"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_numbers_part_measures_the_mean_against_its_analytic_variance() -> None:
+    """The onebit mean's and the multi options' MSE is the analytic variance (wide bounds)."""
+    for kind, truth in (("onebit", "skewed"), ("multi", "k=4")):
+        rec = bench.number_point(kind, 1.0, 1000, truth, trials=400, seed=3)
+        # The relative standard error of the MSE over 400 trials is about 7%: 0.6-1.6 is wide.
+        assert 0.6 < rec["mse_ratio"] < 1.6, rec
+        assert abs(rec["stderr2_ratio"] - 1) < 0.05, rec
+        assert 0.92 <= rec["coverage_exact_interior"] <= 0.97, rec
+    edge = bench.number_point("onebit", 1.0, 1000, "all at 0", trials=100, seed=3)
+    assert edge["coverage_exact_interior"] is None and edge["coverage_exact_edge"] > 0.95

@@ -32,7 +32,7 @@ from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.store import NewReport
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.shared import Survey
-from deniable.shared.canonical import parse_json
+from deniable.shared.canonical import canonical_json, parse_json
 
 DOC = {
     "id": "bench",
@@ -78,10 +78,20 @@ def fill(store: SQLiteStore, survey: Survey, n: int, rng: np.random.Generator) -
             "adult": int(rng.integers(2)),
         }
         rid = str(uuid.UUID(int=i + 1, version=4))
-        body = json.dumps(
-            {"answers": answers, "report_id": rid, "survey": survey.id, "v": 1},
-            separators=(",", ":"),
-        )
+        # A stored body as ingestion writes it: the canonical JSON of the whole signed report
+        # (the key and signature are stand-ins of the real lengths; nothing here verifies them).
+        body = canonical_json(
+            {
+                "answers": answers,
+                "public_key": f"{i:043d}",
+                "report_id": rid,
+                "sent_at": "2026-11-25T12:00:00Z",
+                "signature": f"{i:086d}",
+                "survey": survey.id,
+                "survey_hash": survey.hash,
+                "v": 1,
+            }
+        ).decode("utf-8")
         support = {qid: survey.questions[qid].supports(a) for qid, a in answers.items()}
         batch.append(NewReport(rid, survey.id, f"key{i}", body, support))
         if len(batch) == 5000:

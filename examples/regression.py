@@ -90,7 +90,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("."))
     args = ap.parse_args()
     survey = Survey.from_dict(SURVEY)
-    reports = [make_report(survey, t, generate_key()) for t in respondents(args.respondents, args.seed)]
+    reports = [
+        make_report(survey, t, generate_key()) for t in respondents(args.respondents, args.seed)
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "contact-survey.json").write_text(json.dumps(SURVEY, indent=2) + "\n")
     with (args.out / "contact-reports.jsonl").open("w") as f:

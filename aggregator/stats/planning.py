@@ -177,7 +177,9 @@ def plan(
     wide (the margin in its units); `"multi"` plans each option of a multi question."""
     epsilon = check_epsilon(epsilon)
     if (mechanism == "onebit") != (width is not None):
-        raise PlanError("range: give --range (max - min) with --mechanism onebit, and only then")
+        raise PlanError(
+            "range: give the range max - min (--range) with mechanism onebit, and only then"
+        )
     if width is not None and (
         isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= 2 * 10**9
     ):

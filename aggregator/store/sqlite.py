@@ -353,10 +353,18 @@ class SQLiteStore(SQLStore):
     def answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> dict[tuple[Any, ...], int]:
-        # One json_extract with every path parses each body once and returns a JSON array.
-        paths = ", ".join(f"'$.answers.\"{qid}\"'" for qid in question_ids)
+        # One json_extract with every path returns a JSON array. A stored body is canonical
+        # JSON, so it starts with its answers object and "public_key" follows it: parsing that
+        # slice alone is twice as fast as parsing the whole signed body (any other body is
+        # parsed whole).
+        paths = ", ".join(f"'$.\"{qid}\"'" for qid in question_ids)
+        answers = (
+            "CASE WHEN substr(body, 1, 12) = '{\"answers\":{' AND instr(body, ',\"public_key\":') "
+            "THEN substr(body, 12, instr(body, ',\"public_key\":') - 12) "
+            "ELSE json_extract(body, '$.answers') END"
+        )
         rows = self.conn.execute(
-            f"SELECT json_extract(body, {paths}) AS answers, count(*) FROM reports "
+            f"SELECT json_extract({answers}, {paths}) AS answers, count(*) FROM reports "
             "WHERE survey_id = ? AND body != '' GROUP BY answers",
             (survey_id,),
         ).fetchall()

@@ -520,6 +520,7 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
             ("options", "2"),
             ("confidence", "0.95"),
             ("mechanism", ""),
+            ("range", ""),
         )
     }
     if "epsilon" not in request.args:
@@ -529,6 +530,9 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
         return fields, None, "Give numbers: epsilon like 1, margin like 0.05, options like 2."
     epsilon, margin, confidence = float(numbers[0]), float(numbers[1]), float(numbers[3])
     options = int(numbers[2])
+    width_text = fields["range"].strip()
+    if width_text and not re.fullmatch(r"[0-9]{1,10}", width_text):
+        return fields, None, "Give the range as a whole number (max − min), like 30."
     try:
         result = planning.plan(
             epsilon,
@@ -536,6 +540,7 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
             options=options,
             confidence=confidence,
             mechanism=fields["mechanism"] or None,
+            width=int(width_text) if width_text else None,
         )
     except (planning.PlanError, ValueError) as exc:
         return fields, None, str(exc)

@@ -92,3 +92,13 @@ def test_a_breakdown_of_a_mean_is_drawn_on_its_scale(app: Flask, researcher: Fla
     assert chart is not None
     assert ">0<" in chart.group(0) and ">20<" in chart.group(0)  # the mean's own axis
     assert "bar-share" not in chart.group(0)
+
+
+def test_the_planner_form_plans_a_mean_in_the_questions_units(researcher: FlaskClient) -> None:
+    url = "/surveys/new?epsilon=1&margin=1&options=2&confidence=0.95&mechanism=onebit&range=30"
+    html = researcher.get(url).get_data(as_text=True)
+    assert re.search(r'id="plan-n">4,048<', html)  # as `plan --mechanism onebit --range 30`
+    missing = researcher.get(url.replace("&range=30", "")).get_data(as_text=True)
+    assert 'role="alert"' in missing and "range" in missing
+    multi = "/surveys/new?epsilon=3&margin=0.05&options=3&confidence=0.95&mechanism=multi"
+    assert re.search(r'id="plan-n">1,799<', researcher.get(multi).get_data(as_text=True))

@@ -42,7 +42,7 @@ def test_multi_plans_each_option_at_epsilon_over_k() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (("--mechanism", "onebit"), "give --range"),
+        (("--mechanism", "onebit"), "give the range max - min (--range)"),
         (("--mechanism", "rr", "--range", "10"), "only then"),
         (("--mechanism", "onebit", "--range", "0"), "range"),
         (("--mechanism", "multi", "--options", "20", "--epsilon", "0.01"), "epsilon"),

@@ -34,6 +34,8 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/client.py
 	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/analysis.py
+	$(BIN)/python benchmarks/accuracy.py --numbers-only
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -12,6 +12,7 @@ import pytest
 
 from deniable.aggregator.store import NewReport, StoreError
 from deniable.aggregator.store.sqlite import DB_FILE, MIGRATIONS, PAGE_SIZE, SQLiteStore
+from deniable.shared.canonical import canonical_json
 
 
 def report(rid: str, key: str = "pk", body: str | None = None, survey: str = "s", option: int = 1):
@@ -333,9 +334,15 @@ def test_answer_counts_are_counted_by_the_database(fresh):
         {"answers": {"q": 0, "bits": "0110", "age-group": 1}},
         {"answers": {"q": 1, "bits": "1000", "age-group": 2}},
     ]
-    reports = [
-        NewReport(f"r{i}", "s", f"k{i}", json.dumps(b), {"q": (b["answers"]["q"],)})
+    # Stored bodies are canonical JSON of the whole report (SQLite parses only its answers
+    # object then); any other body is parsed whole, with the same result.
+    texts = [
+        canonical_json({**b, "public_key": f"k{i}", "v": 1}).decode() if i % 2 else json.dumps(b)
         for i, b in enumerate(bodies)
+    ]
+    reports = [
+        NewReport(f"r{i}", "s", f"k{i}", text, {"q": (b["answers"]["q"],)})
+        for i, (b, text) in enumerate(zip(bodies, texts, strict=True))
     ]
     assert fresh.add_reports(reports, "2026-01-01T00") == ["accepted"] * 4
     counts = fresh.answer_counts("s", ["q", "bits", "age-group"])

@@ -5,7 +5,17 @@ Pure Python (no numpy): the client installs it without the aggregator's dependen
 
 from deniable.shared.canonical import b64url_decode, b64url_encode, canonical_json, sha256_hex
 from deniable.shared.errors import DeniableError, ReportError, SurveyError
-from deniable.shared.mechanisms import GRR, MECHANISMS, OUE, RR, Coins, Encoded, Mechanism
+from deniable.shared.mechanisms import (
+    GRR,
+    MECHANISMS,
+    OUE,
+    RR,
+    Coins,
+    Encoded,
+    Mechanism,
+    MultiRR,
+    OneBit,
+)
 from deniable.shared.report import (
     build_report,
     check_answers,
@@ -17,20 +27,28 @@ from deniable.shared.report import (
     signed_bytes,
     verify_report,
 )
+from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 from deniable.shared.survey import Question, Survey
+from deniable.shared.text import normalize_text, text_hash
 
 __all__ = [
+    "CMS",
     "GRR",
+    "HCMS",
     "MECHANISMS",
     "OUE",
+    "RAPPOR",
     "RR",
     "Coins",
     "DeniableError",
     "Encoded",
     "Mechanism",
+    "MultiRR",
+    "OneBit",
     "Question",
     "ReportError",
     "Survey",
+    "Sketch",
     "SurveyError",
     "b64url_decode",
     "b64url_encode",
@@ -39,10 +57,12 @@ __all__ = [
     "check_answers",
     "hour_now",
     "make_report",
+    "normalize_text",
     "parse_report",
     "randomize_answers",
     "sha256_hex",
     "sign_report",
     "signed_bytes",
+    "text_hash",
     "verify_report",
 ]

@@ -1,0 +1,323 @@
+"""The mechanisms for text answers from large domains, with exact probabilities (DESIGN,
+"Large domains: text answers").
+
+- `CMS` and `HCMS`: Apple's count-mean sketch and its one-bit Hadamard form ("Learning with
+  Privacy at Scale", 2017): k hash functions into m columns; the device picks one j.
+- `RAPPOR`: Google's (Erlingsson, Pihur & Korolova, CCS 2014): a Bloom filter of k bits with h
+  hashes in one of m cohorts, the permanent (f) then the instantaneous (p, q) response.
+
+Each takes the normalized text and returns the report answer, a JSON array; `probability`
+gives its exact probability (for the tests), and `counters` the tally slots a report adds
+to, so the aggregator keeps a sketch as sums and never re-reads the reports.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, ClassVar
+
+from deniable.shared.mechanisms import HALF, MAX_EPSILON, MIN_EPSILON
+from deniable.shared.probability import (
+    Coin,
+    format_probability,
+    parse_probability,
+    round_down,
+    uniform_index,
+)
+from deniable.shared.text import bloom_bits, sketch_column
+
+#: A sketch report's answer: [j, "bits"] (cms), [j, l, b] (hcms), [cohort, "bits"] (rappor).
+SketchAnswer = list[Any]
+
+MAX_HASHES = 65_536
+MAX_WIDTH = 4_096
+MAX_BITS = 4_096
+MAX_COHORTS = 1_024
+
+
+def _check_epsilon(epsilon: object) -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise ValueError(f"epsilon: expected a number, got {epsilon!r}")
+    if not (math.isfinite(epsilon) and MIN_EPSILON <= epsilon <= MAX_EPSILON):
+        raise ValueError(
+            f"epsilon: expected a number in [{MIN_EPSILON}, {MAX_EPSILON}], got {epsilon!r}"
+        )
+    return float(epsilon)
+
+
+def _whole(raw: Mapping[str, Any], key: str, field: str, low: int, high: int) -> int:
+    value = raw.get(key)
+    if type(value) is not int or not low <= value <= high:
+        raise ValueError(
+            f"{field}.{key}: expected a whole number from {low} to {high}, got {value!r}"
+        )
+    return value
+
+
+def _bits_answer(encoded: object, first: int, width: int, what: str) -> SketchAnswer:
+    """[index, "<width bits>"] with index in [0, first)."""
+    if (
+        not isinstance(encoded, list)
+        or len(encoded) != 2
+        or type(encoded[0]) is not int
+        or not 0 <= encoded[0] < first
+        or type(encoded[1]) is not str
+        or len(encoded[1]) != width
+        or encoded[1].strip("01") != ""
+    ):
+        raise ValueError(
+            f'expected [{what} 0-{first - 1}, "<{width} characters 0 or 1>"], got {encoded!r}'
+        )
+    return encoded
+
+
+class Sketch(ABC):
+    """A mechanism for text: randomize normalized text into a JSON-array answer."""
+
+    name: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def epsilon(self) -> float:
+        """The privacy budget of one report, from the exact probabilities used."""
+
+    @abstractmethod
+    def params(self) -> dict[str, int | Fraction]:
+        """The mechanism's parameters, as the resolved survey states them."""
+
+    def params_text(self) -> dict[str, int | str]:
+        """The parameters for JSON: probabilities as exact decimal or fraction strings."""
+        return {
+            key: format_probability(value) if isinstance(value, Fraction) else value
+            for key, value in self.params().items()
+        }
+
+    @abstractmethod
+    def randomize(self, text: str) -> SketchAnswer:
+        """The report answer for the normalized text, from the secure random source."""
+
+    @abstractmethod
+    def validate(self, encoded: object) -> SketchAnswer:
+        """`encoded` if it is a well-formed answer of this mechanism, else ValueError."""
+
+    @abstractmethod
+    def probability(self, encoded: SketchAnswer, text: str) -> Fraction:
+        """P[answer = encoded | the normalized text], exactly."""
+
+    @property
+    @abstractmethod
+    def slots(self) -> int:
+        """How many counters the aggregator's tally of this sketch holds."""
+
+    @abstractmethod
+    def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
+        """The counters a valid answer adds one to."""
+
+
+class CMS(Sketch):
+    """Apple's count-mean sketch: pick j < k, mark column H(j:text) mod m of m bits, then flip
+    every bit with probability 1/(1 + e^(eps/2)). Two bits differ between any two texts, so
+    the report is eps-LDP with keep = e^(eps/2)/(1 + e^(eps/2)) rounded down."""
+
+    name = "cms"
+
+    def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
+        if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH:
+            raise ValueError(f"cms: k from 1 to {MAX_HASHES} and m from 2 to {MAX_WIDTH}")
+        if not HALF < keep < 1:
+            raise ValueError(f"cms.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.k, self.m, self.keep = k, m, Fraction(keep)
+        self._marked, self._unmarked = Coin(self.keep), Coin(1 - self.keep)
+
+    @classmethod
+    def from_epsilon(cls, *, k: int, m: int, epsilon: float) -> CMS:
+        half = _check_epsilon(epsilon) / 2
+        return cls(k=k, m=m, keep=round_down(1.0 / (1.0 + math.exp(-half))))
+
+    @property
+    def epsilon(self) -> float:
+        return 2 * math.log(self.keep / (1 - self.keep))
+
+    def params(self) -> dict[str, int | Fraction]:
+        return {"k": self.k, "m": self.m, "keep": self.keep}
+
+    def randomize(self, text: str) -> SketchAnswer:
+        j = uniform_index(self.k)
+        h = sketch_column(j, text, self.m)
+        bits = self._unmarked.bit_string(self.m)
+        mark = "1" if self._marked.flip() else "0"
+        return [j, bits[:h] + mark + bits[h + 1 :]]
+
+    def validate(self, encoded: object) -> SketchAnswer:
+        return _bits_answer(encoded, self.k, self.m, "j")
+
+    def probability(self, encoded: SketchAnswer, text: str) -> Fraction:
+        j, bits = encoded
+        h = sketch_column(j, text, self.m)
+        ones = bits.count("1")
+        p, q = self.keep, 1 - self.keep
+        marked = p if bits[h] == "1" else 1 - p
+        ones_elsewhere = ones - (bits[h] == "1")
+        rest = q**ones_elsewhere * (1 - q) ** (self.m - 1 - ones_elsewhere)
+        return Fraction(1, self.k) * marked * rest
+
+    @property
+    def slots(self) -> int:
+        return self.k * self.m + self.k  # the ones per (j, column), then the reports per j
+
+    def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
+        j, bits = encoded
+        base = j * self.m
+        return (*(base + i for i, c in enumerate(bits) if c == "1"), self.k * self.m + j)
+
+
+class HCMS(Sketch):
+    """Apple's Hadamard count-mean sketch: pick j < k and l < m (m a power of two); the bit is
+    1 when (-1)^popcount(l & H(j:text) mod m) is +1, kept with probability e^eps/(1 + e^eps)
+    (rounded down) and flipped otherwise. One bit a report: eps = ln(keep / (1 - keep))."""
+
+    name = "hcms"
+
+    def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
+        if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH or m & (m - 1):
+            raise ValueError(
+                f"hcms: k from 1 to {MAX_HASHES}; m a power of two from 2 to {MAX_WIDTH}, got "
+                f"k={k}, m={m}"
+            )
+        if not HALF < keep < 1:
+            raise ValueError(f"hcms.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.k, self.m, self.keep = k, m, Fraction(keep)
+        self._keep = Coin(self.keep)
+
+    @classmethod
+    def from_epsilon(cls, *, k: int, m: int, epsilon: float) -> HCMS:
+        eps = _check_epsilon(epsilon)
+        return cls(k=k, m=m, keep=round_down(1.0 / (1.0 + math.exp(-eps))))
+
+    @property
+    def epsilon(self) -> float:
+        return math.log(self.keep / (1 - self.keep))
+
+    def params(self) -> dict[str, int | Fraction]:
+        return {"k": self.k, "m": self.m, "keep": self.keep}
+
+    @staticmethod
+    def entry(row: int, h: int) -> int:
+        """The Hadamard matrix's entry (row l, column h) as a bit: 1 for +1, 0 for -1."""
+        return 1 - (bin(row & h).count("1") & 1)
+
+    def randomize(self, text: str) -> SketchAnswer:
+        j, row = uniform_index(self.k), uniform_index(self.m)
+        bit = self.entry(row, sketch_column(j, text, self.m))
+        return [j, row, bit if self._keep.flip() else 1 - bit]
+
+    def validate(self, encoded: object) -> SketchAnswer:
+        if (
+            not isinstance(encoded, list)
+            or len(encoded) != 3
+            or any(type(x) is not int for x in encoded)
+            or not 0 <= encoded[0] < self.k
+            or not 0 <= encoded[1] < self.m
+            or encoded[2] not in (0, 1)
+        ):
+            raise ValueError(
+                f"expected [j 0-{self.k - 1}, l 0-{self.m - 1}, bit 0 or 1], got {encoded!r}"
+            )
+        return encoded
+
+    def probability(self, encoded: SketchAnswer, text: str) -> Fraction:
+        j, row, b = encoded
+        bit = self.entry(row, sketch_column(j, text, self.m))
+        return Fraction(1, self.k * self.m) * (self.keep if b == bit else 1 - self.keep)
+
+    @property
+    def slots(self) -> int:
+        return 2 * self.k * self.m  # reports of 0 and of 1 per (j, l)
+
+    def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
+        j, row, b = encoded
+        return (2 * (j * self.m + row) + b,)
+
+
+class RAPPOR(Sketch):
+    """Google's RAPPOR for one report: in a cohort c < m picked at random, the Bloom filter
+    of k bits with h hashes; each bit goes through the permanent response (1 or 0 with
+    probability f/2 each, else the true bit), then the instantaneous one (report 1 with
+    probability q if that bit is 1, p if 0). Per bit, P[1 | Bloom bit 1] = q* =
+    f/2 (p + q) + (1 - f) q and P[1 | 0] = p* = f/2 (p + q) + (1 - f) p, so the paper's
+    one-report epsilon is h ln(q* (1 - p*) / (p* (1 - q*)))."""
+
+    name = "rappor"
+
+    def __init__(self, *, k: int, h: int, m: int, f: Fraction, p: Fraction, q: Fraction) -> None:
+        if not 1 <= k <= MAX_BITS or not 1 <= h <= k or not 1 <= m <= MAX_COHORTS:
+            raise ValueError(
+                f"rappor: k from 1 to {MAX_BITS}, h from 1 to k, m from 1 to {MAX_COHORTS}"
+            )
+        if not 0 <= f < 1:
+            raise ValueError(f"rappor.f must lie in [0, 1), got {f}")
+        if not 0 <= p < q <= 1:
+            raise ValueError(f"rappor: p and q must satisfy 0 <= p < q <= 1, got {p}, {q}")
+        self.k, self.h, self.m = k, h, m
+        self.f, self.p, self.q = Fraction(f), Fraction(p), Fraction(q)
+        noise = self.f / 2 * (self.p + self.q)
+        self.q_star = noise + (1 - self.f) * self.q
+        self.p_star = noise + (1 - self.f) * self.p
+        if self.q_star == 1 or self.p_star == 0:
+            raise ValueError("rappor: f, p and q give a report that reveals its Bloom bits")
+        self._set, self._unset = Coin(self.q_star), Coin(self.p_star)
+
+    @classmethod
+    def from_params(cls, raw: object, *, field: str = "rappor") -> RAPPOR:
+        """From the survey's `"rappor": {"k", "h", "m", "f", "p", "q"}`."""
+        if not isinstance(raw, dict) or set(raw) != {"k", "h", "m", "f", "p", "q"}:
+            raise ValueError(f'{field}: expected {{"k", "h", "m", "f", "p", "q"}}, got {raw!r}')
+        return cls(
+            k=_whole(raw, "k", field, 1, MAX_BITS),
+            h=_whole(raw, "h", field, 1, MAX_BITS),
+            m=_whole(raw, "m", field, 1, MAX_COHORTS),
+            f=parse_probability(raw["f"], field=f"{field}.f"),
+            p=parse_probability(raw["p"], field=f"{field}.p"),
+            q=parse_probability(raw["q"], field=f"{field}.q"),
+        )
+
+    @property
+    def epsilon(self) -> float:
+        ps, qs = self.p_star, self.q_star
+        return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
+
+    def params(self) -> dict[str, int | Fraction]:
+        return {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
+
+    def randomize(self, text: str) -> SketchAnswer:
+        cohort = uniform_index(self.m)
+        bloom = bloom_bits(cohort, text, self.h, self.k)
+        unset = self._unset.bit_string(self.k)
+        bits = "".join(
+            ("1" if self._set.flip() else "0") if i in bloom else c for i, c in enumerate(unset)
+        )
+        return [cohort, bits]
+
+    def validate(self, encoded: object) -> SketchAnswer:
+        return _bits_answer(encoded, self.m, self.k, "cohort")
+
+    def probability(self, encoded: SketchAnswer, text: str) -> Fraction:
+        cohort, bits = encoded
+        bloom = bloom_bits(cohort, text, self.h, self.k)
+        prob = Fraction(1, self.m)
+        for i, c in enumerate(bits):
+            one = self.q_star if i in bloom else self.p_star
+            prob *= one if c == "1" else 1 - one
+        return prob
+
+    @property
+    def slots(self) -> int:
+        return self.m * self.k + self.m  # the ones per (cohort, bit), then reports per cohort
+
+    def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
+        cohort, bits = encoded
+        base = cohort * self.k
+        return (*(base + i for i, c in enumerate(bits) if c == "1"), self.m * self.k + cohort)

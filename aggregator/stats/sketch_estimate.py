@@ -1,0 +1,212 @@
+"""Frequencies of candidate strings from a text question's sketch tallies (cms, hcms, rappor).
+
+Every estimator here is linear in the reports: f_hat = mean over reports of u_r + c, with u_r
+a vector (one entry per candidate) that depends only on the report's answer. The tallies are
+the counts of each counter, so the mean of u_r and (for the standard error) the mean of u_r^2
+come straight from them, without re-reading a report:
+
+- `cms` / `hcms`, Apple's estimator (`joint=False`): f_hat(d) = (a_d - 1/m) / (1 - 1/m),
+  a_d the mean over reports of the unbiased indicator that the report's column under its hash
+  j is d's. Unbiased only on average over random hash functions: a frequent word sharing a
+  column with d lifts d.
+- `cms` / `hcms`, joint decoding (`joint=True`, the default): the aggregator knows every
+  candidate's columns, so E[a] - 1/m = M f with M[d, d'] = (1/k) #{j: h_j(d) = h_j(d')} - 1/m,
+  and f_hat = M^-1 (a - 1/m) is unbiased whenever the candidates hold the answers given (other
+  answers spread evenly over the columns).
+- `rappor`: the paper's decoding by regression over the candidates' Bloom bits per cohort:
+  t_hat[c, i] = (Y[c, i] - p* N_c) / (q* - p*) estimates how many respondents of cohort c have
+  Bloom bit i, E t_hat = (n/m) B f, and f_hat = least squares over all (c, i).
+
+Standard errors are the sample standard deviation of u_r over sqrt(n) (n - 1 in the variance):
+for cms and rappor the products of two bits of one report, which no tally holds, enter
+through their expectation (zero for cms; rappor: the share whose Bloom filter sets both).
+Intervals are normal, clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
+from deniable.shared.text import bloom_bits, sketch_column
+
+#: Candidates decoded at once when building the per-counter weights (bounds the memory).
+CHUNK = 128
+
+
+class SketchDecodeError(ValueError):
+    """The candidates cannot be told apart by this sketch (a singular system); says which."""
+
+
+def fwht(x: np.ndarray) -> np.ndarray:
+    """The Walsh-Hadamard transform along axis 0 (length a power of two), unnormalized:
+    out[l] = sum_c (-1)^popcount(l & c) x[c]."""
+    out = np.array(x, dtype=np.float64, copy=True)
+    m = out.shape[0]
+    h = 1
+    while h < m:
+        view = out.reshape(m // (2 * h), 2, h, *out.shape[1:])
+        a, b = view[:, 0].copy(), view[:, 1].copy()
+        view[:, 0], view[:, 1] = a + b, a - b
+        h *= 2
+    return out
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """The linear maps from a sketch's counters to the candidates' estimates."""
+
+    candidates: tuple[str, ...]
+    first: np.ndarray  # [D, slots]: sum over reports of u_r = first @ counts
+    second: np.ndarray  # [D, slots]: sum of u_r^2 (tallied part) = second @ counts
+    offset: np.ndarray  # [D]: f_hat = first @ counts / n + offset
+    cross: np.ndarray | None  # rappor: [D, D] cross-bit terms per unit share, per report
+
+    def estimate(
+        self, n: int, counts: np.ndarray, z: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(estimate, stderr, ci_low, ci_high) per candidate; counts may carry leading axes
+        (simulated trials) before the counters."""
+        counts = np.asarray(counts, dtype=np.float64)
+        total = counts @ self.first.T
+        est = total / n + self.offset
+        squares = counts @ self.second.T
+        if self.cross is not None:
+            # The expected products of two set bits: the candidates' shares (clipped) times
+            # each one's cross terms, summed over the n reports.
+            squares = squares + n * (np.clip(est, 0.0, None) @ self.cross.T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = np.maximum(squares - total * total / n, 0.0) / (n - 1.0)
+            stderr = np.sqrt(variance / n)
+        if n < 2:
+            stderr = np.full_like(est, np.nan)
+        low = np.clip(est - z * stderr, 0.0, 1.0)
+        high = np.clip(est + z * stderr, 0.0, 1.0)
+        return est, stderr, low, high
+
+
+def _columns(sketch: CMS | HCMS, candidates: Sequence[str]) -> np.ndarray:
+    """[k, D]: each candidate's column under each hash function."""
+    return np.array(
+        [[sketch_column(j, d, sketch.m) for d in candidates] for j in range(sketch.k)],
+        dtype=np.int64,
+    )
+
+
+def _count_mean_weights(sketch: CMS | HCMS, columns: np.ndarray, joint: bool) -> np.ndarray:
+    """W: Apple's I / (1 - 1/m), or the inverse of M (joint decoding)."""
+    k, d = columns.shape
+    m = sketch.m
+    if not joint:
+        return np.eye(d) / (1.0 - 1.0 / m)
+    same = (columns[:, :, None] == columns[:, None, :]).mean(axis=0)
+    matrix = same - 1.0 / m
+    try:
+        weights = np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        weights = None
+    if weights is None or not np.all(np.isfinite(weights)) or np.linalg.cond(matrix) > 1e8:
+        twins = [
+            (a, b)
+            for a in range(d)
+            for b in range(a + 1, d)
+            if np.all(columns[:, a] == columns[:, b])
+        ]
+        which = f": {twins[0]} share every column" if twins else ""
+        raise SketchDecodeError(
+            f"the sketch cannot tell these candidates apart{which}; use more hash functions"
+        )
+    return weights
+
+
+def _hcms_decoder(sketch: HCMS, candidates: Sequence[str], joint: bool) -> Decoder:
+    columns = _columns(sketch, candidates)
+    weights = _count_mean_weights(sketch, columns, joint)
+    k, m, d = sketch.k, sketch.m, len(candidates)
+    gap = 2.0 * float(sketch.keep) - 1.0
+    first = np.zeros((d, 2 * k * m))
+    second = np.zeros((d, 2 * k * m))
+    for start in range(0, d, CHUNK):
+        rows = weights[start : start + CHUNK]  # [c, D]
+        for j in range(k):
+            # U[col, c] = sum of W[c, d'] over candidates d' in column col; V = H U.
+            spread = np.zeros((m, rows.shape[0]))
+            np.add.at(spread, columns[j], rows.T)
+            v = fwht(spread) / gap  # [m, c]: u_r for a report (j, l, b=1); b=0 is its negative
+            block = slice(2 * j * m, 2 * (j + 1) * m)
+            first[start : start + CHUNK, block] = np.stack([-v, v], axis=1).reshape(2 * m, -1).T
+            second[start : start + CHUNK, block] = np.repeat(v * v, 2, axis=0).T
+    offset = -weights.sum(axis=1) / m
+    return Decoder(tuple(candidates), first, second, offset, None)
+
+
+def _cms_decoder(sketch: CMS, candidates: Sequence[str], joint: bool) -> Decoder:
+    columns = _columns(sketch, candidates)
+    weights = _count_mean_weights(sketch, columns, joint)
+    k, m, d = sketch.k, sketch.m, len(candidates)
+    p, q = float(sketch.keep), 1.0 - float(sketch.keep)
+    gap = p - q
+    slots = k * m + k
+    first = np.zeros((d, slots))
+    second = np.zeros((d, slots))
+    for j in range(k):
+        spread = np.zeros((m, d))
+        np.add.at(spread, columns[j], weights.T)  # U[col, d] = sum of W[d, d'] in col
+        u = spread.T  # [D, m]
+        first[:, j * m : (j + 1) * m] = u / gap
+        first[:, k * m + j] = -q * u.sum(axis=1) / gap
+        # A bit of 1 contributes ((1 - q)/gap)^2, a bit of 0 (q/gap)^2, per unit weight^2.
+        second[:, j * m : (j + 1) * m] = (u * u) * ((1 - q) ** 2 - q**2) / gap**2
+        second[:, k * m + j] = (u * u).sum(axis=1) * q**2 / gap**2
+    offset = -weights.sum(axis=1) / m
+    return Decoder(tuple(candidates), first, second, offset, None)
+
+
+def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
+    k, m, d = sketch.k, sketch.m, len(candidates)
+    bloom = np.zeros((m * k, d))
+    sets = [[sorted(bloom_bits(c, cand, sketch.h, k)) for cand in candidates] for c in range(m)]
+    for c in range(m):
+        for i, bits in enumerate(sets[c]):
+            bloom[[c * k + b for b in bits], i] = 1.0
+    if np.linalg.matrix_rank(bloom) < d:
+        raise SketchDecodeError(
+            "the Bloom filters cannot tell these candidates apart; use more bits or cohorts"
+        )
+    # f_hat = L t_hat with L = pinv((n/m) B): per report, u_r = m pinv(B) x_r.
+    lsq = m * np.linalg.pinv(bloom)  # [D, m k]
+    ps, qs = float(sketch.p_star), float(sketch.q_star)
+    gap = qs - ps
+    first = np.zeros((d, m * k + m))
+    second = np.zeros((d, m * k + m))
+    first[:, : m * k] = lsq / gap
+    second[:, : m * k] = lsq * lsq * ((1 - ps) ** 2 - ps**2) / gap**2
+    cross = np.zeros((d, d))
+    for c in range(m):
+        block = lsq[:, c * k : (c + 1) * k]
+        first[:, m * k + c] = -ps * block.sum(axis=1) / gap
+        second[:, m * k + c] = (block * block).sum(axis=1) * ps**2 / gap**2
+        for i, bits in enumerate(sets[c]):
+            inside = block[:, bits]
+            # Two set bits of one report: x_a x_b has expectation 1 when both are in the
+            # truth's Bloom filter; the cohort holds 1/m of the reports.
+            cross[:, i] += ((inside.sum(axis=1)) ** 2 - (inside * inside).sum(axis=1)) / m
+    return Decoder(tuple(candidates), first, second, np.zeros(d), cross)
+
+
+def decoder(sketch: Sketch, candidates: Sequence[str], *, joint: bool = True) -> Decoder:
+    """The decoder of `sketch` for these (normalized, distinct) candidate strings."""
+    if not candidates:
+        raise SketchDecodeError("give at least one candidate string to estimate")
+    if len(set(candidates)) != len(candidates):
+        raise SketchDecodeError("candidates must be distinct")
+    if isinstance(sketch, HCMS):
+        return _hcms_decoder(sketch, candidates, joint)
+    if isinstance(sketch, CMS):
+        return _cms_decoder(sketch, candidates, joint)
+    if isinstance(sketch, RAPPOR):
+        return _rappor_decoder(sketch, candidates)
+    raise TypeError(f"no decoder for {type(sketch).__name__}")

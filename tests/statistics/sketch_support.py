@@ -1,0 +1,66 @@
+"""Simulated sketch tallies for the text Monte Carlo tests: respondents draw a word from a Zipf
+distribution over a named vocabulary, and each mechanism's counters are drawn from their exact
+distribution (numpy, fixed seeds); tests/shared/test_sketches.py checks the device's sampler
+against the same probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
+from deniable.shared.text import bloom_bits, sketch_column
+
+
+def zipf(size: int, exponent: float = 1.1) -> np.ndarray:
+    """Zipf shares over `size` words, the most frequent first."""
+    weights = 1.0 / np.arange(1, size + 1) ** exponent
+    return weights / weights.sum()
+
+
+def _hcms(sk: HCMS, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+    cols = np.array([[sketch_column(j, w, sk.m) for w in words] for j in range(sk.k)])
+    parity = np.array([bin(x).count("1") & 1 for x in range(sk.m)])
+    d = rng.choice(len(words), size=n, p=shares)
+    j, row = rng.integers(sk.k, size=n), rng.integers(sk.m, size=n)
+    entry = 1 - parity[row & cols[j, d]]
+    bit = np.where(rng.random(n) < float(sk.keep), entry, 1 - entry)
+    return np.bincount(2 * (j * sk.m + row) + bit, minlength=sk.slots)
+
+
+def _cms(sk: CMS, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+    k, m = sk.k, sk.m
+    cols = np.array([[sketch_column(j, w, m) for w in words] for j in range(k)])
+    joint = rng.multinomial(n, (np.full((k, 1), 1 / k) * shares[None, :]).ravel())
+    joint = joint.reshape(k, len(words))
+    marked = np.zeros((k, m), dtype=np.int64)
+    for j in range(k):
+        np.add.at(marked[j], cols[j], joint[j])
+    per_j = joint.sum(axis=1)
+    p = float(sk.keep)
+    ones = rng.binomial(marked, p) + rng.binomial(per_j[:, None] - marked, 1 - p)
+    return np.concatenate([ones.ravel(), per_j])
+
+
+def _rappor(sk: RAPPOR, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+    k, m = sk.k, sk.m
+    bloom = np.zeros((m, len(words), k), dtype=np.int64)
+    for c in range(m):
+        for d, w in enumerate(words):
+            bloom[c, d, list(bloom_bits(c, w, sk.h, k))] = 1
+    joint = rng.multinomial(n, (np.full((m, 1), 1 / m) * shares[None, :]).ravel())
+    joint = joint.reshape(m, len(words))
+    set_bits = np.einsum("cd,cdi->ci", joint, bloom)
+    per_cohort = joint.sum(axis=1)
+    ones = rng.binomial(set_bits, float(sk.q_star)) + rng.binomial(
+        per_cohort[:, None] - set_bits, float(sk.p_star)
+    )
+    return np.concatenate([ones.ravel(), per_cohort])
+
+
+def simulate_counts(
+    sk: Sketch, words: list[str], shares: np.ndarray, n: int, trials: int, seed: int
+) -> np.ndarray:
+    """[trials, slots]: the counters of `trials` surveys of n respondents."""
+    rng = np.random.default_rng(seed)
+    draw = {HCMS: _hcms, CMS: _cms, RAPPOR: _rappor}[type(sk)]
+    return np.stack([draw(sk, words, shares, n, rng) for _ in range(trials)]).astype(np.float64)

@@ -5,16 +5,19 @@ Plain functions without Flask; a refusal is an ActionError carrying the HTTP sta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from deniable.aggregator import credentials
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats.estimate import results_document
+from deniable.aggregator.stats.sketch_estimate import SketchDecodeError
+from deniable.aggregator.stats.sketch_estimate import decoder as sketch_decoder
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
-from deniable.shared.errors import DeniableError
+from deniable.shared.errors import DeniableError, SurveyError
 from deniable.shared.survey import SURVEY_ID, Survey
 
 
@@ -68,6 +71,12 @@ def create_survey(store: Store, doc: object) -> tuple[SurveyRecord, bool]:
     The same document again is not an error (the record comes back, not new); another survey
     under an existing id is ActionError 409. An invalid document raises SurveyError."""
     survey = Survey.from_dict(doc)
+    for i, question in enumerate(survey.questions.values()):
+        if question.type == "text" and question.candidates:
+            try:  # results must be computable: the sketch has to tell the candidates apart
+                sketch_decoder(question.randomizer, question.candidates)
+            except SketchDecodeError as exc:
+                raise SurveyError(f"questions[{i}].candidates: {exc}") from None
     resolved = survey.to_dict()
     created = store.create_survey(
         survey.id,
@@ -199,10 +208,27 @@ def parse_flag(text: object, name: str) -> bool:
 
 
 def results(
-    store: Store, survey_id: str, *, confidence: float = 0.95, simultaneous: bool = False
+    store: Store,
+    survey_id: str,
+    *,
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+    candidates: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The results JSON of a survey, from its tallies (cost independent of the number of reports)."""
+    """The results JSON of a survey, from its tallies (cost independent of the number of
+    reports); `candidates` adds rows to its text questions (ActionError 422 if a sketch cannot
+    tell them apart)."""
     record = survey_or_404(store, survey_id)
     survey = SURVEYS.survey(record)
     n, support = store.tallies(survey_id)
-    return results_document(survey, n, support, confidence=confidence, simultaneous=simultaneous)
+    try:
+        return results_document(
+            survey,
+            n,
+            support,
+            confidence=confidence,
+            simultaneous=simultaneous,
+            candidates=candidates,
+        )
+    except ValueError as exc:
+        raise ActionError(422, str(exc)) from None

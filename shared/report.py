@@ -283,12 +283,23 @@ def _check_answers_shape(report: dict[str, Any]) -> dict[str, Any]:
     for qid, value in answers.items():
         if type(value) is float:
             raise ReportError(f"answers.{str(qid)[:64]}: floats are not allowed, got {value!r}")
-        if type(value) is not int and type(value) is not str:
+        if type(value) is list and 2 <= len(value) <= 3:  # a text question's sketch answer
+            parts = value
+        elif type(value) is int or type(value) is str:
+            parts = [value]
+        else:
             raise ReportError(
-                f"answers.{str(qid)[:64]}: expected an option index or a bit string, got {json.dumps(value)[:40]}"
+                f"answers.{str(qid)[:64]}: expected an option index, a number, a bit string or "
+                f"a sketch answer, got {json.dumps(value)[:40]}"
             )
-        if type(value) is str and len(value) > 4096:
-            raise ReportError(f"answers.{str(qid)[:64]}: answer too long")
+        for part in parts:
+            if type(part) is not int and type(part) is not str:
+                raise ReportError(
+                    f"answers.{str(qid)[:64]}: a sketch answer holds whole numbers and a bit "
+                    f"string, got {json.dumps(value)[:40]}"
+                )
+            if type(part) is str and len(part) > 4096:
+                raise ReportError(f"answers.{str(qid)[:64]}: answer too long")
     return report
 
 

@@ -75,9 +75,14 @@ def _bits_answer(encoded: object, first: int, width: int, what: str) -> SketchAn
 
 
 class Sketch(ABC):
-    """A mechanism for text: randomize normalized text into a JSON-array answer."""
+    """A mechanism for text: randomize normalized text into a JSON-array answer.
+
+    Its tally is `slots` counters (a text question's tally slots) and a report adds one to
+    each of its `counters` (`supports`); p* and q* are one bit's chances of 1 when the text's
+    own bucket or bit is / is not the one read."""
 
     name: ClassVar[str]
+    binary: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -116,6 +121,20 @@ class Sketch(ABC):
     def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
         """The counters a valid answer adds one to."""
 
+    @property
+    @abstractmethod
+    def p_star(self) -> Fraction:
+        """P[a bit reads 1 | it is the text's own]."""
+
+    @property
+    @abstractmethod
+    def q_star(self) -> Fraction:
+        """P[a bit reads 1 | it is not the text's own]."""
+
+    def supports(self, encoded: SketchAnswer) -> tuple[int, ...]:
+        """The tally slots a report adds to (its counters)."""
+        return self.counters(encoded)
+
 
 class CMS(Sketch):
     """Apple's count-mean sketch: pick j < k, mark column H(j:text) mod m of m bits, then flip
@@ -140,6 +159,14 @@ class CMS(Sketch):
     @property
     def epsilon(self) -> float:
         return 2 * math.log(self.keep / (1 - self.keep))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
@@ -201,6 +228,14 @@ class HCMS(Sketch):
     def epsilon(self) -> float:
         return math.log(self.keep / (1 - self.keep))
 
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
+
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
 
@@ -246,9 +281,10 @@ class RAPPOR(Sketch):
     """Google's RAPPOR for one report: in a cohort c < m picked at random, the Bloom filter
     of k bits with h hashes; each bit goes through the permanent response (1 or 0 with
     probability f/2 each, else the true bit), then the instantaneous one (report 1 with
-    probability q if that bit is 1, p if 0). Per bit, P[1 | Bloom bit 1] = q* =
-    f/2 (p + q) + (1 - f) q and P[1 | 0] = p* = f/2 (p + q) + (1 - f) p, so the paper's
-    one-report epsilon is h ln(q* (1 - p*) / (p* (1 - q*)))."""
+    probability q if that bit is 1, p if 0). Per bit, P[1 | Bloom bit 1] = f/2 (p + q) +
+    (1 - f) q (the paper's q*, our p*: `set_one`) and P[1 | 0] = f/2 (p + q) + (1 - f) p (the
+    paper's p*, our q*: `unset_one`), so the paper's one-report epsilon is
+    h ln(set_one (1 - unset_one) / (unset_one (1 - set_one)))."""
 
     name = "rappor"
 
@@ -264,11 +300,12 @@ class RAPPOR(Sketch):
         self.k, self.h, self.m = k, h, m
         self.f, self.p, self.q = Fraction(f), Fraction(p), Fraction(q)
         noise = self.f / 2 * (self.p + self.q)
-        self.q_star = noise + (1 - self.f) * self.q
-        self.p_star = noise + (1 - self.f) * self.p
-        if self.q_star == 1 or self.p_star == 0:
+        #: P[report bit 1 | Bloom bit 1] and P[1 | 0]: the paper's q* and p*.
+        self.set_one = noise + (1 - self.f) * self.q
+        self.unset_one = noise + (1 - self.f) * self.p
+        if self.set_one == 1 or self.unset_one == 0:
             raise ValueError("rappor: f, p and q give a report that reveals its Bloom bits")
-        self._set, self._unset = Coin(self.q_star), Coin(self.p_star)
+        self._set, self._unset = Coin(self.set_one), Coin(self.unset_one)
 
     @classmethod
     def from_params(cls, raw: object, *, field: str = "rappor") -> RAPPOR:
@@ -286,8 +323,16 @@ class RAPPOR(Sketch):
 
     @property
     def epsilon(self) -> float:
-        ps, qs = self.p_star, self.q_star
+        ps, qs = self.unset_one, self.set_one
         return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.set_one
+
+    @property
+    def q_star(self) -> Fraction:
+        return self.unset_one
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
@@ -309,7 +354,7 @@ class RAPPOR(Sketch):
         bloom = bloom_bits(cohort, text, self.h, self.k)
         prob = Fraction(1, self.m)
         for i, c in enumerate(bits):
-            one = self.q_star if i in bloom else self.p_star
+            one = self.set_one if i in bloom else self.unset_one
             prob *= one if c == "1" else 1 - one
         return prob
 

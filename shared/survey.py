@@ -21,6 +21,8 @@ from deniable.shared.canonical import canonical_json, is_unicode, sha256_hex
 from deniable.shared.errors import SurveyError
 from deniable.shared.mechanisms import Encoded, Mechanism
 from deniable.shared.probability import format_probability, parse_probability
+from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch, SketchAnswer
+from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 
 SURVEY_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 QUESTION_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -45,15 +47,26 @@ _QUESTION_FIELDS = {
     "mechanism",
     "p_star",
     "q_star",
+    "candidates",
 }
-QUESTION_TYPES = ("binary", "categorical", "integer", "multi")
+QUESTION_TYPES = ("binary", "categorical", "integer", "multi", "text")
 #: The mechanisms each question type allows, the default first (DESIGN, Question types).
 TYPE_MECHANISMS = {
     "binary": (*mech.BINARY_MECHANISMS, mech.PLAIN),
     "categorical": (*mech.CATEGORICAL_MECHANISMS, mech.PLAIN),
     "integer": (*mech.INTEGER_MECHANISMS, mech.PLAIN),
     "multi": (*mech.MULTI_MECHANISMS, mech.PLAIN),
+    "text": ("hcms", "cms", "rappor"),
 }
+#: A text question's mechanisms and their defaults, sized for thousands to millions of
+#: reports (joint decoding accounts for the candidates' collisions at any size).
+SKETCH_DEFAULTS: dict[str, dict[str, Any]] = {
+    "hcms": {"k": 16, "m": 1024},
+    "cms": {"k": 16, "m": 256},
+    "rappor": {"k": 32, "h": 2, "m": 16, "f": "1/2", "p": "1/2", "q": "3/4"},
+}
+#: Candidate strings a text question may list (each is estimated in every results request).
+MAX_CANDIDATES = 1000
 #: Bounds of an integer question's min and max (exact in JavaScript's numbers too).
 MAX_MAGNITUDE = 1_000_000_000
 #: A plain integer is tallied per value, so its range is kept to this many values; wider
@@ -130,7 +143,7 @@ class Question:
     text: str
     type: str
     _options: tuple[str, ...]
-    randomizer: Mechanism
+    randomizer: Mechanism | Sketch
     requested: str = field(default="")
     low: int | None = None
     high: int | None = None
@@ -147,8 +160,27 @@ class Question:
     @property
     def k(self) -> int:
         """The tally slots: the options, or for an integer question the reports 0 and 1
-        (onebit) or each value from min to max (plain)."""
+        (onebit) or each value from min to max (plain), or a text question's sketch counters."""
+        if isinstance(self.randomizer, Sketch):
+            return self.randomizer.slots
         return self.randomizer.k
+
+    @property
+    def candidates(self) -> list[str]:
+        """A text question's candidate strings (normalized), estimated in its results."""
+        return list(self._options) if self.type == "text" else []
+
+    def text_of(self, value: object) -> str:
+        """A text question's true answer, normalized as DESIGN says (SurveyError if empty)."""
+        if not isinstance(value, str) or not is_unicode(value) or _has_control(value):
+            raise SurveyError(f"{self.id}: {value!r} is not an answer; give a word or a phrase")
+        text = normalize_text(value)
+        if not text or len(text) > MAX_TEXT_ANSWER:
+            raise SurveyError(
+                f"{self.id}: {value!r} is not an answer; give a word or a phrase of 1 to "
+                f"{MAX_TEXT_ANSWER} characters"
+            )
+        return text
 
     @property
     def mechanism(self) -> str:
@@ -234,16 +266,19 @@ class Question:
     def _folded(self) -> list[str]:
         return [o.casefold() for o in self._options]
 
-    def truth_of(self, value: object) -> int | frozenset[int]:
+    def truth_of(self, value: object) -> int | frozenset[int] | str:
         """What the mechanism randomizes for the true answer `value`: an option index, an
-        integer's offset from min, or a multi question's set of selected indices."""
+        integer's offset from min, a multi question's set of selected indices, or a text
+        question's normalized text."""
+        if self.type == "text":
+            return self.text_of(value)
         if self.type == "integer":
             return self.offset_of(value)
         if self.type == "multi":
             return self.selection_of(value)
         return self.index_of(value)
 
-    def normalize(self, value: object) -> int | frozenset[int]:
+    def normalize(self, value: object) -> int | frozenset[int] | str:
         """A true answer in the form `truth_of` reads back unchanged: an option index, an
         integer's value, or the set of selected indices. SurveyError says what is allowed."""
         truth = self.truth_of(value)
@@ -257,25 +292,27 @@ class Question:
         """What a true answer to this question looks like, in words."""
         if self.type == "integer":
             return f"a whole number from {self.low} to {self.high}"
+        if self.type == "text":
+            return f"a word or a phrase (up to {MAX_TEXT_ANSWER} characters)"
         allowed = ", ".join(repr(o) for o in self._options)
         if self.type == "multi":
             return f"the options that apply, from {allowed} (none is an answer too)"
         return f"one of {allowed}"
 
-    def randomize(self, value: object) -> Encoded:
+    def randomize(self, value: object) -> Encoded | SketchAnswer:
         """The encoded noisy answer for the true answer `value`, drawn on this device."""
-        return self.randomizer.randomize(self.truth_of(value))
+        return self.randomizer.randomize(self.truth_of(value))  # type: ignore[arg-type]
 
-    def validate(self, encoded: object) -> Encoded:
+    def validate(self, encoded: object) -> Encoded | SketchAnswer:
         """`encoded` if it is a valid noisy answer to this question, else SurveyError."""
         try:
             return self.randomizer.validate(encoded)
         except ValueError as exc:
             raise SurveyError(f"{self.id}: {exc}") from None
 
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        """The option indices a valid encoded answer supports."""
-        return self.randomizer.supports(encoded)
+    def supports(self, encoded: Encoded | SketchAnswer) -> tuple[int, ...]:
+        """The option indices (a text question: the sketch counters) a valid answer adds to."""
+        return self.randomizer.supports(encoded)  # type: ignore[arg-type]
 
     @cached_property
     def _support_memo(self) -> dict[Encoded, tuple[int, ...]]:
@@ -292,7 +329,7 @@ class Question:
         found = memo.get(encoded) if keyed else None  # type: ignore[call-overload]
         if found is not None:
             return found
-        support = self.randomizer.supports(self.validate(encoded))
+        support = self.randomizer.supports(self.validate(encoded))  # type: ignore[arg-type]
         if keyed and len(memo) < SUPPORT_MEMO:
             memo[encoded] = support  # type: ignore[index]
         return support
@@ -303,11 +340,13 @@ class Question:
         doc: dict[str, Any] = {"id": self.id, "text": self.text, "type": self.type}
         if self.type == "integer":
             doc["min"], doc["max"] = self.low, self.high
-        else:
+        elif self.type != "text":
             doc["options"] = list(self._options)
         doc["mechanism"] = self.mechanism
         if not self.plain:
             doc[self.mechanism] = self.randomizer.params_text()
+        if self.type == "text":
+            doc["candidates"] = list(self._options)
         doc["epsilon"] = self.epsilon
         doc["p_star"] = format_probability(self.randomizer.p_star)
         doc["q_star"] = format_probability(self.randomizer.q_star)
@@ -318,7 +357,7 @@ class Question:
         """Validate and resolve one question document."""
         if not isinstance(doc, dict):
             raise _fail(where.rstrip("."), f"expected an object, got {doc!r}")
-        allowed = _QUESTION_FIELDS | set(mech.PARAMETERS)
+        allowed = _QUESTION_FIELDS | set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)
         unknown = sorted(set(doc) - allowed)
         if unknown:
             raise _fail(
@@ -337,6 +376,10 @@ class Question:
             shown = ", ".join(repr(t) for t in QUESTION_TYPES)
             raise _fail(f"{where}type", f"expected one of {shown}, got {qtype!r}")
         low, high = cls._range_of(doc, qtype, where)
+        if qtype == "text":
+            return cls._text_question(doc, qid, text or "", where)
+        if "candidates" in doc:
+            raise _fail(f"{where}candidates", "only a text question has candidates")
         options = () if qtype == "integer" else cls._options_of(doc, qtype, where)
         requested = doc.get("mechanism")
         names = TYPE_MECHANISMS[qtype]
@@ -347,7 +390,7 @@ class Question:
                 f"{where}mechanism",
                 f"{requested!r} does not fit a {qtype} question; allowed: {', '.join(names)}",
             )
-        stray = sorted(set(mech.PARAMETERS) & set(doc) - {requested})
+        stray = sorted((set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)) & set(doc) - {requested})
         if stray:
             raise _fail(
                 f"{where}{stray[0]}",
@@ -405,6 +448,108 @@ class Question:
                         f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
                     )
         return cls(qid, text or "", qtype, options, randomizer, requested, low, high)
+
+    @classmethod
+    def _text_question(cls, doc: Mapping[str, Any], qid: str, text: str, where: str) -> Question:
+        """A text question: its sketch (hcms by default) and its normalized candidates."""
+        if "options" in doc:
+            raise _fail(f"{where}options", "a text question has candidates, not options")
+        names = TYPE_MECHANISMS["text"]
+        requested = doc.get("mechanism", names[0])
+        if requested not in names:
+            raise _fail(
+                f"{where}mechanism",
+                f"{requested!r} does not fit a text question; allowed: {', '.join(names)}",
+            )
+        stray = sorted((set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)) & set(doc) - {requested})
+        if stray:
+            raise _fail(
+                f"{where}{stray[0]}",
+                f"parameters of {stray[0]!r} given, but the mechanism is {requested!r}",
+            )
+        field_name = f"{where}{requested}"
+        raw = doc.get(requested, {})
+        if not isinstance(raw, dict):
+            raise _fail(field_name, f"expected an object of parameters, got {raw!r}")
+        epsilon = doc.get("epsilon")
+        if epsilon is not None and (
+            isinstance(epsilon, bool) or not isinstance(epsilon, int | float)
+        ):
+            raise _fail(f"{where}epsilon", f"expected a number, got {epsilon!r}")
+        try:
+            sketch = cls._sketch(requested, raw, epsilon, field_name)
+        except SurveyError:
+            raise
+        except ValueError as exc:
+            message = str(exc)
+            if message.startswith("epsilon:"):
+                raise _fail(f"{where}epsilon", message.removeprefix("epsilon:").strip()) from None
+            raise _fail(field_name, message.removeprefix(f"{requested}:").strip()) from None
+        if epsilon is not None and not math.isclose(
+            epsilon, sketch.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE
+        ):
+            raise _fail(
+                f"{where}epsilon",
+                f"{epsilon!r} does not match the mechanism's parameters, which give "
+                f"{sketch.epsilon:.6g}; give one or the other",
+            )
+        for key, exact in (("p_star", sketch.p_star), ("q_star", sketch.q_star)):
+            if key in doc:
+                given = parse_probability(doc[key], field=f"{where}{key}")
+                if given != exact:
+                    raise _fail(
+                        f"{where}{key}",
+                        f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
+                    )
+        candidates = cls._candidates_of(doc.get("candidates", []), f"{where}candidates")
+        return cls(qid, text, "text", candidates, sketch, requested)
+
+    @staticmethod
+    def _sketch(name: str, raw: Mapping[str, Any], epsilon: object, field: str) -> Sketch:
+        """The sketch from its parameters (defaults where left out): `keep` or the epsilon
+        for cms and hcms; f, p and q (which fix the epsilon) for rappor."""
+        allowed = {"hcms": {"k", "m", "keep"}, "cms": {"k", "m", "keep"}}.get(
+            name, {"k", "h", "m", "f", "p", "q"}
+        )
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise _fail(f"{field}.{unknown[0]}", f"unknown; allowed: {', '.join(sorted(allowed))}")
+        params = {**SKETCH_DEFAULTS[name], **raw}
+        if name == "rappor":
+            return RAPPOR.from_params(params, field=field)
+        k, m = params["k"], params["m"]
+        for key, value in (("k", k), ("m", m)):
+            if type(value) is not int:
+                raise _fail(f"{field}.{key}", f"expected a whole number, got {value!r}")
+        kind = HCMS if name == "hcms" else CMS
+        if "keep" in raw:
+            keep = parse_probability(raw["keep"], field=f"{field}.keep")
+            return kind(k=k, m=m, keep=keep)
+        if epsilon is None:
+            raise _fail(
+                field.rsplit(".", 1)[0] + ".epsilon" if "." in field else "epsilon",
+                f"missing; give an epsilon in [{mech.MIN_EPSILON}, {mech.MAX_EPSILON}] or "
+                f'{name}: {{"keep": ...}}',
+            )
+        return kind.from_epsilon(k=k, m=m, epsilon=epsilon)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _candidates_of(raw: object, field: str) -> tuple[str, ...]:
+        """Normalized, distinct candidate strings."""
+        if not isinstance(raw, list) or len(raw) > MAX_CANDIDATES:
+            raise _fail(field, f"expected a list of at most {MAX_CANDIDATES} strings, got {raw!r}")
+        out: list[str] = []
+        for i, item in enumerate(raw):
+            text = normalize_text(item) if isinstance(item, str) and is_unicode(item) else ""
+            if not text or len(text) > MAX_TEXT_ANSWER or _has_control(text):
+                raise _fail(
+                    f"{field}[{i}]",
+                    f"expected a word or phrase of 1 to {MAX_TEXT_ANSWER} characters, got {item!r}",
+                )
+            if text in out:
+                raise _fail(f"{field}[{i}]", f"{item!r} is {text!r} again once normalized")
+            out.append(text)
+        return tuple(out)
 
     @staticmethod
     def _numeric_or_multi(

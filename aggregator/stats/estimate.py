@@ -13,6 +13,7 @@ clipped to [0, 1], and `share` is the maximum-likelihood distribution (EM) for d
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import operator
@@ -23,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from deniable.aggregator.stats.sketch_estimate import Decoder, SketchDecodeError, decoder
+from deniable.shared.sketches import Sketch
 from deniable.shared.survey import Question, Survey
+from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 
 #: EM stops when no entry of the share moves by more than this, or after MAX_ROUNDS rounds.
 EM_TOLERANCE = 1e-10
@@ -66,10 +70,86 @@ def upper_quantile(tail: float) -> float:
     return -NormalDist().inv_cdf(tail)
 
 
-def free_estimates(question: Question) -> int:
+def free_estimates(question: Question, extra: Sequence[str] = ()) -> int:
     """How many estimates of a question are free: k, but 1 for a binary question (no = 1 - yes)
-    and for an integer question (its mean)."""
+    and for an integer question (its mean), and a text question's candidates."""
+    if question.type == "text":
+        return max(1, len(text_candidates(question, extra)))
     return 1 if question.type in ("binary", "integer") else question.k
+
+
+#: Candidates a results request may add (`?candidates=a,b`), on top of the survey's own.
+MAX_EXTRA_CANDIDATES = 50
+
+
+def parse_candidates(raw: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Ad-hoc candidates (comma-separated text or a list), normalized and distinct; ValueError
+    says what is wrong."""
+    if raw is None:
+        return ()
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    out: list[str] = []
+    for item in items:
+        text = normalize_text(item) if isinstance(item, str) else ""
+        if isinstance(item, str) and not text:
+            continue
+        if not text or len(text) > MAX_TEXT_ANSWER:
+            raise ValueError(
+                f"candidates: each is a word or phrase of 1 to {MAX_TEXT_ANSWER} characters, "
+                f"got {item!r}"
+            )
+        if text not in out:
+            out.append(text)
+    if len(out) > MAX_EXTRA_CANDIDATES:
+        raise ValueError(f"candidates: at most {MAX_EXTRA_CANDIDATES} at once, got {len(out)}")
+    return tuple(out)
+
+
+def text_candidates(question: Question, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The survey's candidates, then the asked-for ones it lacks."""
+    own = question.candidates
+    return (*own, *(c for c in extra if c not in own))
+
+
+@functools.lru_cache(maxsize=64)
+def _decoder(sketch: Sketch, candidates: tuple[str, ...]) -> Decoder:
+    return decoder(sketch, candidates)
+
+
+def _text_rows(
+    question: Question, n: int, counts: Sequence[int], z: float, extra: Sequence[str]
+) -> list[dict[str, Any]]:
+    """A text question's rows: one per candidate, ranked by estimate (DESIGN: support null,
+    share the estimate clipped to [0, 1])."""
+    candidates = text_candidates(question, extra)
+    if not candidates:
+        return []
+    assert isinstance(question.randomizer, Sketch)
+    try:
+        found = _decoder(question.randomizer, candidates)
+    except SketchDecodeError as exc:
+        raise ValueError(f"{question.id}: {exc}") from None
+    if n == 0:
+        est = stderr = np.full(len(candidates), np.nan)
+        low, high = np.zeros(len(candidates)), np.ones(len(candidates))
+    else:
+        est, stderr, low, high = found.estimate(n, np.asarray(counts, dtype=np.float64), z)
+    rows = [
+        {
+            "option": label,
+            "support": None,
+            "estimate": _num(est[i]),
+            "stderr": _num(stderr[i]),
+            "ci_low": float(low[i]),
+            "ci_high": float(high[i]),
+            "count": 0.0 if n == 0 else float(n * est[i]),
+            "share": _num(min(max(est[i], 0.0), 1.0)) if n else None,
+        }
+        for i, label in enumerate(candidates)
+    ]
+    if n:
+        rows.sort(key=lambda row: -row["estimate"])
+    return rows
 
 
 def option_stats(
@@ -153,7 +233,7 @@ def _counts(question: Question, n: int, raw: Sequence[int] | None) -> list[int]:
         raise ValueError(f"{question.id}: expected {k} support counts, got {len(counts)}")
     if any(not 0 <= c <= n for c in counts):
         raise ValueError(f"{question.id}: every support count must lie in [0, {n}], got {counts}")
-    if question.mechanism != "oue" and question.type != "multi" and sum(counts) != n:
+    if question.mechanism != "oue" and question.type not in ("multi", "text") and sum(counts) != n:
         # Every rr, coins, grr, onebit or plain single answer supports exactly one slot.
         raise ValueError(f"{question.id}: support counts {counts} do not add up to n = {n}")
     return counts
@@ -215,8 +295,13 @@ def _mean_row(question: Question, n: int, counts: Sequence[int], z: float) -> di
     return row
 
 
-def question_results(question: Question, n: int, counts: Sequence[int], z: float) -> dict[str, Any]:
-    """The results entry of one question from its n and support counts (see results_document)."""
+def question_results(
+    question: Question, n: int, counts: Sequence[int], z: float, extra: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The results entry of one question from its n and support counts (see results_document);
+    `extra` adds candidates to a text question's."""
+    if question.type == "text":
+        return _entry(question, n, _text_rows(question, n, counts, z, extra))
     if question.type == "integer":
         return _entry(question, n, [_mean_row(question, n, counts, z)])
     pairs = question.randomizer.option_pairs()
@@ -281,8 +366,11 @@ def results_document(
     *,
     confidence: float = 0.95,
     simultaneous: bool = False,
+    candidates: Sequence[str] = (),
 ) -> dict[str, Any]:
     """DESIGN's results JSON from the number of reports and each question's support counts.
+
+    `candidates` (normalized) adds rows to every text question beside its own candidates.
 
     `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no").
     With `simultaneous`, intervals use a Bonferroni level over the question's free estimates:
@@ -297,8 +385,8 @@ def results_document(
     questions = []
     for qid, question in survey.questions.items():
         counts = _counts(question, n, support.get(qid))
-        z = z_value(confidence, free_estimates(question) if simultaneous else 1)
-        questions.append(question_results(question, n, counts, z))
+        z = z_value(confidence, free_estimates(question, candidates) if simultaneous else 1)
+        questions.append(question_results(question, n, counts, z, candidates))
     return {
         "survey": survey.id,
         "survey_hash": survey.hash,

@@ -178,7 +178,7 @@ def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
         )
     # f_hat = L t_hat with L = pinv((n/m) B): per report, u_r = m pinv(B) x_r.
     lsq = m * np.linalg.pinv(bloom)  # [D, m k]
-    ps, qs = float(sketch.p_star), float(sketch.q_star)
+    ps, qs = float(sketch.unset_one), float(sketch.set_one)
     gap = qs - ps
     first = np.zeros((d, m * k + m))
     second = np.zeros((d, m * k + m))

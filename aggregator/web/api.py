@@ -12,7 +12,7 @@ from deniable.aggregator import stats, surveys
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import results_csv, z_value
+from deniable.aggregator.stats.estimate import parse_candidates, results_csv, z_value
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
@@ -117,19 +117,24 @@ def _query(name: str) -> str | None:
     return values[0] if values else None
 
 
-def _results_options() -> tuple[float, bool]:
+def _results_options() -> dict[str, Any]:
     default = current_app.config["CONFIDENCE"]
-    confidence = surveys.parse_confidence(_query("confidence"), default)
-    simultaneous = surveys.parse_flag(_query("simultaneous"), "simultaneous")
-    return confidence, simultaneous
+    try:
+        candidates = parse_candidates(_query("candidates"))
+    except ValueError as exc:
+        raise Problem(400, str(exc)) from None
+    return {
+        "confidence": surveys.parse_confidence(_query("confidence"), default),
+        "simultaneous": surveys.parse_flag(_query("simultaneous"), "simultaneous"),
+        "candidates": candidates,
+    }
 
 
 @bp.get("/api/v1/surveys/<survey_id>/results")
 @researcher_required
 def results(survey_id: str) -> Any:
     """Estimates with confidence intervals, from the tallies."""
-    confidence, simultaneous = _results_options()
-    doc = surveys.results(get_store(), survey_id, confidence=confidence, simultaneous=simultaneous)
+    doc = surveys.results(get_store(), survey_id, **_results_options())
     return Response(json.dumps(doc), mimetype="application/json")
 
 
@@ -137,8 +142,7 @@ def results(survey_id: str) -> Any:
 @researcher_required
 def results_as_csv(survey_id: str) -> Any:
     """The results as CSV, one row per option."""
-    confidence, simultaneous = _results_options()
-    doc = surveys.results(get_store(), survey_id, confidence=confidence, simultaneous=simultaneous)
+    doc = surveys.results(get_store(), survey_id, **_results_options())
     response = Response(results_csv(doc), mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
     return response

@@ -58,7 +58,7 @@ def test_rappors_one_report_epsilon_is_the_papers() -> None:
     # f = 1/2, p = 1/2, q = 3/4, h = 2 (the paper's example): q* = 11/16, p* = 9/16,
     # eps_1 = 2 ln((11/16)(7/16) / ((9/16)(5/16))) = 2 ln(77/45) = 1.0743.
     m = RAPPOR(k=32, h=2, m=8, f=F(1, 2), p=F(1, 2), q=F(3, 4))
-    assert (m.q_star, m.p_star) == (F(11, 16), F(9, 16))
+    assert (m.set_one, m.unset_one) == (F(11, 16), F(9, 16)) == (m.p_star, m.q_star)
     assert m.epsilon == pytest.approx(2 * math.log(77 / 45), abs=1e-12)
     assert m.params_text() == {"k": 32, "h": 2, "m": 8, "f": "0.5", "p": "0.5", "q": "0.75"}
 
@@ -165,7 +165,7 @@ def test_hcms_sampler_reports_the_hadamard_entry_with_keep() -> None:
     assert _within(kept, DRAWS, m.keep)
 
 
-def test_rappor_sampler_sets_bloom_bits_with_q_star_and_others_with_p_star() -> None:
+def test_rappor_sampler_sets_bloom_bits_with_set_one_and_others_with_unset_one() -> None:
     m = RAPPOR(k=16, h=2, m=4, f=F(1, 2), p=F(1, 2), q=F(3, 4))
     answers = [m.randomize("abuja") for _ in range(DRAWS)]
     assert _uniform(Counter(c for c, _ in answers), 4, DRAWS)
@@ -176,9 +176,9 @@ def test_rappor_sampler_sets_bloom_bits_with_q_star_and_others_with_p_star() -> 
         set_total += len(bloom)
         other_ones += sum(c == "1" for i, c in enumerate(bits) if i not in bloom)
         other_total += 16 - len(bloom)
-    assert _within(set_ones, set_total, m.q_star)
+    assert _within(set_ones, set_total, m.set_one)
     # Bits within a report are independent given the Bloom filter, so the count is binomial.
-    assert _within(other_ones, other_total, m.p_star)
+    assert _within(other_ones, other_total, m.unset_one)
 
 
 def test_the_checks_catch_a_keep_off_by_0_01() -> None:

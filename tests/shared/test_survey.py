@@ -103,7 +103,7 @@ def test_decimals_and_fractions_are_held_exactly(doc):
         (lambda d: d["questions"][0].update(epsilon="high"), r"^questions\[0\]\.epsilon"),
         (
             lambda d: d["questions"][0].update(type="scale"),
-            r"^questions\[0\]\.type: expected one of 'binary', 'categorical', 'integer', 'multi', got 'scale'",
+            r"^questions\[0\]\.type: expected one of 'binary', 'categorical', 'integer', 'multi', 'text', got 'scale'",
         ),
         (
             lambda d: d["questions"][0].update(mechanism="grr"),

@@ -51,8 +51,8 @@ def _rappor(sk: RAPPOR, words: list[str], shares: np.ndarray, n: int, rng) -> np
     joint = joint.reshape(m, len(words))
     set_bits = np.einsum("cd,cdi->ci", joint, bloom)
     per_cohort = joint.sum(axis=1)
-    ones = rng.binomial(set_bits, float(sk.q_star)) + rng.binomial(
-        per_cohort[:, None] - set_bits, float(sk.p_star)
+    ones = rng.binomial(set_bits, float(sk.set_one)) + rng.binomial(
+        per_cohort[:, None] - set_bits, float(sk.unset_one)
     )
     return np.concatenate([ones.ravel(), per_cohort])
 

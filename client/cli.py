@@ -191,7 +191,7 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
         question = survey.questions[qid]
         click.echo()
         click.echo(f"{number}/{len(missing)}  {question.text}  [{qid}]")
-        if question.type != "integer":
+        if question.type not in ("integer", "text"):
             click.echo(
                 "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
             )
@@ -199,6 +199,8 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
             click.echo(f"     {line}")
         if question.type == "integer":
             prompt = f"     Your answer (a whole number from {question.low} to {question.high})"
+        elif question.type == "text":
+            prompt = "     Your answer (a word or a short phrase)"
         elif question.type == "multi":
             prompt = "     Your answers (numbers or labels, separated by commas; Enter for none)"
         else:
@@ -216,6 +218,12 @@ def option_of(question: Question, text: str) -> Any:
     """An interactive answer (a 1-based number, a label, or y/n) as the option's label; an
     integer question's number; a multi question's labels (comma-separated, empty for none)."""
     value = text.strip()
+    if question.type == "text":
+        try:
+            question.normalize(value)
+        except SurveyError:
+            raise click.BadParameter("give a word or a short phrase") from None
+        return value
     if question.type == "integer":
         try:
             return question.normalize(value)
@@ -253,6 +261,8 @@ def noisy_text(question: Question | None, value: Encoded) -> str:
         return str(value)
     if question.type == "integer":
         return f"{value} (one bit)" if not question.plain else str(value)
+    if question.type == "text":
+        return f"{json.dumps(value)} (a sketch of your answer, randomized)"
     if isinstance(value, str):
         marked = [question.options[i] for i in question.supports(value)]
         return f"{value} (marks {', '.join(marked) if marked else 'none'})"

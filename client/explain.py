@@ -21,7 +21,12 @@ def odds_ratio(question: Question) -> Fraction | float:
     p, q = mech.p_star, mech.q_star
     if question.type == "multi":
         return (p / q) ** question.k  # each option's rr, composed over the k options
-    if question.mechanism == "onebit":
+    if question.mechanism == "cms":
+        return (p / q) ** 2  # two columns differ between any two answers
+    if question.mechanism == "rappor":
+        h = mech.params()["h"]
+        return ((p * (1 - q)) / (q * (1 - p))) ** h
+    if question.mechanism in ("onebit", "hcms"):
         return p / q
     if question.mechanism in ("rr", "coins"):
         return max(p / q, (1 - q) / (1 - p))
@@ -68,6 +73,28 @@ def what_is_sent(question: Question) -> str:
             f"probability {percent(mech.p_star)}, at {question.low} with "
             f"{percent(mech.q_star)}, and in between in proportion: "
             f"{percent(mech.p_star)} of the time it leans towards your number."
+        )
+    if question.mechanism == "hcms":
+        return (
+            "What is sent: your answer is hashed on this device (with one of "
+            f"{params['k']} hash functions picked at random) and only one bit of a "
+            f"{params['m']}-entry code of that hash leaves it, true with probability "
+            f"{percent(mech.p_star)} and flipped otherwise: never your words, and many different "
+            "answers give the same bit."
+        )
+    if question.mechanism == "cms":
+        return (
+            "What is sent: your answer is hashed on this device into one of "
+            f"{params['m']} columns (with one of {params['k']} hash functions), and a row of "
+            f"{params['m']} marks is sent: your column marked with probability "
+            f"{percent(mech.p_star)}, every other one with {percent(mech.q_star)}, each on its "
+            "own coin. Never your words."
+        )
+    if question.mechanism == "rappor":
+        return (
+            f"What is sent (RAPPOR): {params['k']} bits of a Bloom filter of your answer, "
+            f"hashed on this device; each bit set by your answer reads 1 with probability "
+            f"{percent(mech.p_star)}, every other with {percent(mech.q_star)}. Never your words."
         )
     if question.type == "multi":
         keep = params["keep"]
@@ -124,6 +151,8 @@ def what_epsilon_means(question: Question) -> str:
         )
     elif question.type == "integer":
         learned = f"can be at most {times(ratio)} times surer of any one number than of another"
+    elif question.type == "text":
+        learned = f"can be at most {times(ratio)} times surer of any one answer than of another"
     elif question.type == "multi":
         learned = (
             f"can be at most {times(ratio)} times surer of any one set of choices than of another"
@@ -198,6 +227,8 @@ def explain_survey(survey: Survey, *, spent: float | None = None, cap: float | N
             lines.append("   Select all that apply (or none).")
         if question.type == "integer":
             lines.append(f"   A whole number from {question.low} to {question.high}.")
+        if question.type == "text":
+            lines.append("   Answer in your own words (a word or a short phrase).")
         lines += [f"   {line}" for line in question_lines(question)]
         lines.append("")
     lines += total_lines(survey, spent=spent, cap=cap)

@@ -39,7 +39,14 @@ def _question(survey: Survey, qid: object, role: str) -> Question:
         raise UnknownQuestion(
             f"{role}: no question {qid!r} in survey {survey.id!r}; its questions: {known}"
         )
-    return survey.questions[qid]
+    question = survey.questions[qid]
+    if question.type == "text":
+        raise AnalysisError(
+            f"{role}: {qid!r} is a text question, estimated per candidate from its sketch in "
+            "the results; breakdowns and cross-tabs take binary, categorical, integer and "
+            "multi questions"
+        )
+    return question
 
 
 def chi2_sf(x: float, df: int) -> float:

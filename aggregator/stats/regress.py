@@ -54,6 +54,12 @@ def _outcome(survey: Survey, text: str) -> tuple[str, int]:
             f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
             "randomized question"
         )
+    if question.type == "text":
+        raise AnalysisError(
+            f"formula: the outcome {qid!r} is a text question, estimated per candidate from its "
+            "sketch; the outcome must be a yes/no: a binary question, or one option of a "
+            "categorical or multi question"
+        )
     if question.type == "integer":
         raise AnalysisError(
             f"formula: the outcome {qid!r} is a number (onebit); the outcome must be a yes/no: a "

@@ -143,7 +143,7 @@ def question_chart(question: Mapping[str, Any], confidence: float, title: str = 
 def _has_share(question: Mapping[str, Any]) -> bool:
     """Whether `share` is a distribution worth its own bar (not for a mean or a multi question,
     where it is the estimate clipped)."""
-    return question.get("type") not in ("integer", "multi")
+    return question.get("type") not in ("integer", "multi", "text")
 
 
 def _bar(

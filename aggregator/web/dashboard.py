@@ -45,7 +45,7 @@ from deniable.aggregator.credentials import digest
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import planning
 from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import results_csv, results_document
+from deniable.aggregator.stats.estimate import parse_candidates, results_csv, results_document
 from deniable.aggregator.store import SurveyRecord
 from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.web.charts import question_chart
@@ -263,6 +263,8 @@ def _wide(question: Any, entry: dict[str, Any], n: int, confidence: float) -> bo
     Judged by the planner's worst-case margin at n (half the range or more), or an interval
     that already spans 90% of it."""
     width = 1.0 if question.type != "integer" else float(question.high - question.low)
+    if question.type == "text":  # judged by its candidates' intervals alone
+        return any(o["ci_high"] - o["ci_low"] >= 0.9 for o in entry["options"])
     if not question.plain and planning.margin_for(question.randomizer, n, confidence) >= width / 2:
         return True
     return any(o["ci_high"] - o["ci_low"] >= 0.9 * width for o in entry["options"])
@@ -284,6 +286,21 @@ def _plain_words(question: Any) -> str:
     p, q = float(question.randomizer.p_star), float(question.randomizer.q_star)
     if question.plain:
         return "a plain question: answers are sent exactly as given, not randomized"
+    if question.type == "text":
+        params = m.params()
+        if m.name == "rappor":
+            return (
+                f"answers are hashed on the device into a {params['k']}-bit Bloom filter (one of "
+                f"{params['m']} cohorts); each of its bits reads 1 with probability {p:.0%}, every "
+                f"other with {q:.0%}. Type candidate answers below to estimate them"
+            )
+        what = "one bit of a Hadamard code" if m.name == "hcms" else "a row of marks"
+        return (
+            f"answers are hashed on the device (one of {params['k']} hash functions, "
+            f"{params['m']} columns) and only {what} leaves it, true with probability {p:.0%}; "
+            "frequencies are decoded for the candidates, collisions between them accounted for. "
+            "Type candidate answers below to estimate them"
+        )
     if m.name == "onebit":
         return (
             f"one bit per answer, never the number: 1 with probability {q:.0%} at "
@@ -320,7 +337,23 @@ def survey(survey_id: str) -> str:
     confidence = _confidence()
     simultaneous = request.args.get("simultaneous") == "1"
     n, support = get_store().tallies(survey_id)
-    doc = results_document(resolved, n, support, confidence=confidence, simultaneous=simultaneous)
+    asked = request.args.get("candidates", "")
+    try:
+        candidates = parse_candidates(asked)
+        doc = results_document(
+            resolved,
+            n,
+            support,
+            confidence=confidence,
+            simultaneous=simultaneous,
+            candidates=candidates,
+        )
+        candidate_error = None
+    except ValueError as exc:
+        candidate_error = str(exc)
+        doc = results_document(
+            resolved, n, support, confidence=confidence, simultaneous=simultaneous
+        )
     questions = []
     for entry in doc["questions"]:
         question = resolved.questions[entry["id"]]
@@ -345,6 +378,8 @@ def survey(survey_id: str) -> str:
         confidences=sorted({*CONFIDENCES, confidence}),
         simultaneous=simultaneous,
         respondent_link=respondent_link(record.id),
+        asked=asked,
+        candidate_error=candidate_error,
     )
 
 
@@ -378,7 +413,8 @@ def analysis(survey_id: str) -> str:
     record, resolved = _survey_or_404(survey_id)
     confidence = _confidence()
     args = request.args
-    randomized = [q for q in resolved.questions.values() if not q.plain]
+    # Text questions are estimated per candidate on the survey's page, not in these analyses.
+    randomized = [q for q in resolved.questions.values() if not q.plain and q.type != "text"]
     plain = [q for q in resolved.questions.values() if q.plain]
     groups = [q for q in plain if q.type in ("binary", "categorical")]
     found: dict[str, Any] = {}
@@ -439,7 +475,7 @@ def analysis(survey_id: str) -> str:
         survey=resolved,
         randomized=randomized,
         plain=groups,
-        questions=[q for q in resolved.questions.values() if q.type != "integer"],
+        questions=[q for q in resolved.questions.values() if q.type not in ("integer", "text")],
         found=found,
         errors=errors,
         charts=charts,
@@ -471,13 +507,18 @@ def download_csv(survey_id: str) -> Response:
     """The results as CSV (the API's content, for a dashboard session)."""
     _, resolved = _survey_or_404(survey_id)
     n, support = get_store().tallies(survey_id)
-    doc = results_document(
-        resolved,
-        n,
-        support,
-        confidence=_confidence(),
-        simultaneous=request.args.get("simultaneous") == "1",
-    )
+    try:
+        candidates = parse_candidates(request.args.get("candidates"))
+        doc = results_document(
+            resolved,
+            n,
+            support,
+            confidence=_confidence(),
+            simultaneous=request.args.get("simultaneous") == "1",
+            candidates=candidates,
+        )
+    except ValueError as exc:
+        abort(400, description=str(exc))
     return Response(
         results_csv(doc),
         mimetype="text/csv",

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from deniable.shared import Survey
 from deniable.shared.canonical import b64url_encode, canonical_json
 from deniable.shared.report import signed_bytes
+from deniable.shared.text import bloom_bits, normalize_text, sketch_column, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "tests" / "conformance"
@@ -150,7 +151,70 @@ SURVEYS: list[dict[str, object]] = [
             },
         ],
     },
+    {
+        "id": "words",
+        "title": "Answers in your own words",
+        "questions": [
+            {
+                "id": "city",
+                "text": "Where were you born?",
+                "type": "text",
+                "epsilon": 4.0,
+                "candidates": ["Lagos", " PORT  harcourt", "São Paulo"],
+            },
+            {
+                "id": "app",
+                "text": "Main app?",
+                "type": "text",
+                "mechanism": "cms",
+                "cms": {"k": 8, "m": 64, "keep": "3/4"},
+            },
+            {
+                "id": "drug",
+                "text": "Drug?",
+                "type": "text",
+                "mechanism": "rappor",
+                "rappor": {"k": 32, "h": 2, "m": 8, "f": "1/2", "p": "1/2", "q": "3/4"},
+            },
+        ],
+    },
 ]
+
+
+#: Text for the normalization and hash vectors: case, compatibility forms, every kind of white
+#: space Python's split knows, final sigma, dotted capital I, emoji, CJK, combining marks.
+TEXTS: list[str] = [
+    "",
+    "Lagos",
+    "  Port   Harcourt ",
+    "Ｌａｇｏｓ",
+    "ﬁsh\u00a0and\u2003chips",
+    "a\tb\nc\x0bd\x0ce\rf\x1cg\x1dh\x1ei\x1fj\x85k\u1680l\u2028m\u2029n\u205fo\u3000p",
+    "ΟΔΟΣ ΟΔΟΣ",
+    "İstanbul",
+    "São Paulo",
+    "Sa\u0303o Paulo",
+    "東京",
+    "🙂 cannabis",
+    "x" * 300,
+]
+
+
+def text_vectors() -> list[dict[str, object]]:
+    """Per text: its normalized form, H of it, its sketch columns and RAPPOR Bloom bits."""
+    out = []
+    for raw in TEXTS:
+        text = normalize_text(raw)
+        out.append(
+            {
+                "text": raw,
+                "normalized": text,
+                "hash": str(text_hash(text)),
+                "columns": [sketch_column(j, text, 1024) for j in range(4)],
+                "bloom": [sorted(bloom_bits(c, text, 2, 32)) for c in range(3)],
+            }
+        )
+    return out
 
 
 def vectors() -> dict[str, object]:
@@ -177,7 +241,12 @@ def vectors() -> dict[str, object]:
         "signed_text": signed_text.decode("utf-8"),
         "report": report,
     }
-    return {"canonical.json": canonical, "survey_hashes.json": hashes, "signed_report.json": signed}
+    return {
+        "canonical.json": canonical,
+        "survey_hashes.json": hashes,
+        "signed_report.json": signed,
+        "text.json": text_vectors(),
+    }
 
 
 def main() -> None:

@@ -44,3 +44,44 @@ def test_the_browser_module_matches_every_vector(live_server: Any, page: Any) ->
     signed = load("signed_report.json")
     assert got["text"] == signed["signed_text"]
     assert got["signature"] == signed["report"]["signature"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_browser_normalizes_and_hashes_text_as_python_does(live_server: Any, page: Any) -> None:
+    page.goto(f"{live_server.url}/s/nothing-here")
+    got = page.evaluate(
+        """async (cases) => {
+            const m = await import('/static/deniable.js');
+            return cases.map((c) => {
+              const text = m.normalizeText(c.text);
+              return {
+                normalized: text,
+                hash: m.textHash(text).toString(),
+                columns: [0, 1, 2, 3].map((j) => m.sketchColumn(j, text, 1024)),
+                bloom: [0, 1, 2].map((c) => [...m.bloomBits(c, text, 2, 32)].sort((a, b) => a - b)),
+              };
+            });
+        }""",
+        load("text.json"),
+    )
+    for case, mine in zip(load("text.json"), got, strict=True):
+        expected = {key: case[key] for key in ("normalized", "hash", "columns", "bloom")}
+        assert mine == expected, case["text"][:40]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_browsers_sha256_is_webcryptos(live_server: Any, page: Any) -> None:
+    page.goto(f"{live_server.url}/s/nothing-here")
+    same = page.evaluate(
+        """async () => {
+            const m = await import('/static/deniable.js');
+            const hex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, '0')).join('');
+            for (const size of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000]) {
+              const data = new Uint8Array(size).map((_, i) => (i * 37 + size) & 255);
+              const web = hex(await crypto.subtle.digest('SHA-256', data));
+              if (hex(m.sha256(data)) !== web) return size;
+            }
+            return true;
+        }"""
+    )
+    assert same is True, f"differs at {same} bytes"

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from deniable.shared import Survey
 from deniable.shared.report import check_structure, verify_report
+from deniable.shared.text import sketch_column
 
 DOC = {
     "id": "web-page",
@@ -71,6 +72,14 @@ DOC = {
             "max": 99,
             "mechanism": "none",
         },
+        {
+            "id": "city",
+            "text": "Where were you born?",
+            "type": "text",
+            "epsilon": 1.0,
+            "hcms": {"k": 4, "m": 64},
+            "candidates": ["lagos", "kano"],
+        },
     ],
 }
 ANSWERS: dict[str, Any] = {
@@ -82,6 +91,7 @@ ANSWERS: dict[str, Any] = {
     "drinks": "7",
     "used": ["cannabis", "LSD"],
     "age": "42",
+    "city": "  Port HARCOURT ",
 }
 
 
@@ -102,7 +112,7 @@ def fill(page: Any) -> None:
         if isinstance(value, list):
             for label in value:
                 page.locator(f'input[name="{qid}"][value="{label}"]').check()
-        elif page.locator(f'input[name="{qid}"][type="number"]').count():
+        elif page.locator(f'input[name="{qid}"]:is([type="number"], [type="text"])').count():
             page.locator(f'input[name="{qid}"]').fill(value)
         else:
             page.locator(f'input[name="{qid}"][value="{value}"]').check()
@@ -151,6 +161,8 @@ def test_answering_sends_only_a_signed_noisy_report(server: Any, page: Any) -> N
     assert report["answers"]["age"] == 42
     assert report["answers"]["drinks"] in (0, 1)  # one bit, never the number
     assert len(report["answers"]["used"]) == 3
+    city = report["answers"]["city"]  # [j, l, bit]: never the words
+    assert isinstance(city, list) and len(city) == 3 and "harcourt" not in json.dumps(report)
     expect(page.locator("#q-age .plain")).to_have_count(1)
     expect(page.locator("#q-drinks .explain")).to_contain_text("one bit")
     receipt_text = page.locator("#receipt").inner_text()
@@ -250,7 +262,8 @@ def test_the_modules_sampler_matches_the_exact_probabilities(server: Any, page: 
             for (const q of questions) {
               const truth = q.type === 'binary' ? 'yes'
                 : q.type === 'integer' ? q.min + 7
-                : q.type === 'multi' ? [q.options[1]] : q.options[1];
+                : q.type === 'multi' ? [q.options[1]]
+                : q.type === 'text' ? 'Lagos' : q.options[1];
               const tally = {};
               for (let i = 0; i < draws; i += 1) {
                 const a = String(randomize(q, truth));
@@ -268,6 +281,15 @@ def test_the_modules_sampler_matches_the_exact_probabilities(server: Any, page: 
         observed = counts[question.id]
         if question.type == "integer":
             truth = 7  # the offset from min
+        if question.type == "text":  # hcms: the bit is the Hadamard entry with probability keep
+            sketch = question.randomizer
+            kept = 0
+            for text, n in observed.items():
+                j, row, bit = (int(x) for x in text.split(","))
+                kept += n * (bit == sketch.entry(row, sketch_column(j, "lagos", sketch.m)))
+            p = float(sketch.keep)
+            assert abs(kept / DRAWS - p) <= 4.5 * math.sqrt(p * (1 - p) / DRAWS), kept
+            continue
         if question.mechanism == "oue" or question.type == "multi":  # each bit on its own
             for i in range(question.k):
                 p = float(question.randomizer.p_star if i == truth else question.randomizer.q_star)
@@ -309,7 +331,7 @@ def test_a_phone_answers_from_the_keyboard_without_cookies(server: Any, browser:
         wide = page.evaluate("document.documentElement.scrollWidth")
         assert wide <= 360  # nothing wider than a small phone
         for qid, value in ANSWERS.items():
-            if isinstance(value, str) and value.isdigit():  # a number input: type it
+            if qid in ("drinks", "age", "city"):  # a number or text input: type it
                 page.locator(f'input[name="{qid}"]').focus()
                 page.keyboard.type(value)
                 continue

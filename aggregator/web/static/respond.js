@@ -4,6 +4,7 @@ import {
   answer,
   epsilonSpent,
   fetchSurvey,
+  normalizeText,
   resendQueued,
   storedEntry,
   supported,
@@ -36,6 +37,7 @@ const STATUS_TEXT = {
 };
 
 function shownAnswer(question, sent) {
+  if (question.type === "text") return `${JSON.stringify(sent)} (a randomized sketch, never your words)`;
   if (question.type === "integer") {
     return question.mechanism === "none" ? `${sent}` : `${sent} (one bit)`;
   }
@@ -78,6 +80,15 @@ function truthFromForm(survey) {
     if (question.type === "multi") {
       const boxes = form.querySelectorAll(`input[name="${name}"]:checked`);
       truth[question.id] = Array.from(boxes, (box) => box.value);
+      continue;
+    }
+    if (question.type === "text") {
+      const input = form.querySelector(`input[name="${name}"]`);
+      if (!normalizeText(input.value)) {
+        input.focus();
+        throw new Error(`Answer every question first: "${question.text}" has no answer.`);
+      }
+      truth[question.id] = input.value;
       continue;
     }
     if (question.type === "integer") {

@@ -32,10 +32,20 @@ from deniable.shared.text import bloom_bits, sketch_column
 #: A sketch report's answer: [j, "bits"] (cms), [j, l, b] (hcms), [cohort, "bits"] (rappor).
 SketchAnswer = list[Any]
 
-MAX_HASHES = 65_536
+MAX_HASHES = 1_024
 MAX_WIDTH = 4_096
 MAX_BITS = 4_096
 MAX_COHORTS = 1_024
+#: The aggregator keeps a counter per cell (k x m for cms and hcms, cohorts x bits for rappor).
+MAX_CELLS = 16_384
+
+
+def _check_cells(name: str, cells: int, what: str) -> None:
+    if cells > MAX_CELLS:
+        raise ValueError(
+            f"{name}: {what} = {cells:,} cells, more than the {MAX_CELLS:,} the aggregator "
+            "keeps a counter for; use fewer (joint decoding covers at small sketches too)"
+        )
 
 
 def _check_epsilon(epsilon: object) -> float:
@@ -146,6 +156,7 @@ class CMS(Sketch):
     def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
         if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH:
             raise ValueError(f"cms: k from 1 to {MAX_HASHES} and m from 2 to {MAX_WIDTH}")
+        _check_cells("cms", k * m, "k x m")
         if not HALF < keep < 1:
             raise ValueError(f"cms.keep must lie strictly between 1/2 and 1, got {keep}")
         self.k, self.m, self.keep = k, m, Fraction(keep)
@@ -214,6 +225,7 @@ class HCMS(Sketch):
                 f"hcms: k from 1 to {MAX_HASHES}; m a power of two from 2 to {MAX_WIDTH}, got "
                 f"k={k}, m={m}"
             )
+        _check_cells("hcms", k * m, "k x m")
         if not HALF < keep < 1:
             raise ValueError(f"hcms.keep must lie strictly between 1/2 and 1, got {keep}")
         self.k, self.m, self.keep = k, m, Fraction(keep)
@@ -293,6 +305,7 @@ class RAPPOR(Sketch):
             raise ValueError(
                 f"rappor: k from 1 to {MAX_BITS}, h from 1 to k, m from 1 to {MAX_COHORTS}"
             )
+        _check_cells("rappor", m * k, "m x k")
         if not 0 <= f < 1:
             raise ValueError(f"rappor.f must lie in [0, 1), got {f}")
         if not 0 <= p < q <= 1:

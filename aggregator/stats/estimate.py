@@ -83,25 +83,24 @@ MAX_EXTRA_CANDIDATES = 50
 
 
 def parse_candidates(raw: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Ad-hoc candidates (comma-separated text or a list), normalized and distinct; ValueError
-    says what is wrong."""
+    """Ad-hoc candidates (comma-separated text or a list): at most MAX_EXTRA_CANDIDATES, each
+    at most MAX_TEXT_ANSWER characters as given; normalized, blank ones dropped, distinct.
+    ValueError says what is wrong."""
     if raw is None:
         return ()
     items = raw.split(",") if isinstance(raw, str) else list(raw)
+    if len(items) > MAX_EXTRA_CANDIDATES:
+        raise ValueError(f"candidates: at most {MAX_EXTRA_CANDIDATES} at once, got {len(items)}")
     out: list[str] = []
     for item in items:
-        text = normalize_text(item) if isinstance(item, str) else ""
-        if isinstance(item, str) and not text:
-            continue
-        if not text or len(text) > MAX_TEXT_ANSWER:
+        if not isinstance(item, str) or len(item) > MAX_TEXT_ANSWER:
             raise ValueError(
-                f"candidates: each is a word or phrase of 1 to {MAX_TEXT_ANSWER} characters, "
-                f"got {item!r}"
+                f"candidates: each is a word or phrase of at most {MAX_TEXT_ANSWER} characters, "
+                f"got {str(item)[:40]!r}"
             )
-        if text not in out:
+        text = normalize_text(item)
+        if text and text not in out:
             out.append(text)
-    if len(out) > MAX_EXTRA_CANDIDATES:
-        raise ValueError(f"candidates: at most {MAX_EXTRA_CANDIDATES} at once, got {len(out)}")
     return tuple(out)
 
 

@@ -25,6 +25,7 @@ from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import NUMBERS_DOC, NUMBERS_TRUTH, SURVEY_DOC
+from tests.aggregator.test_text_questions import TEXT_DOC
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +78,11 @@ def test_the_document_says_exactly_what_the_server_accepts(live_server: Any) -> 
         report = make_report(numbers, {**NUMBERS_TRUTH, "drinks": drinks}, generate_key())
         posted = requests.post(f"{live_server.url}/api/v1/reports", json=report, timeout=10)
         assert posted.status_code == 201, posted.text
+    words = Survey.from_dict(live_server.create_survey(copy.deepcopy(TEXT_DOC))["survey"])
+    for city in ("Lagos", "Kano", "Jos"):
+        report = make_report(words, {"city": city, "app": "mail", "drug": "x"}, generate_key())
+        posted = requests.post(f"{live_server.url}/api/v1/reports", json=report, timeout=10)
+        assert posted.status_code == 201, posted.text
     result = run_schemathesis(live_server, examples=EXAMPLES, seed=SEED)
     assert result.returncode == 0, result.stdout[-6000:]
     assert "schemathesis.toml" in result.stdout  # the repository's settings were used
@@ -99,6 +105,7 @@ def _app() -> Any:
         store.add_token(credentials.digest(TOKEN), "schemathesis", "2026-01-01T00:00:00Z")
         create_survey(store, copy.deepcopy(SURVEY_DOC))
         create_survey(store, copy.deepcopy(NUMBERS_DOC))
+        create_survey(store, copy.deepcopy(TEXT_DOC))
     return app
 
 

@@ -43,13 +43,13 @@ def test_the_hash_is_the_first_8_bytes_of_sha256_big_endian() -> None:
 
 
 def test_cms_keeps_e_to_half_epsilon_rounded_down() -> None:
-    m = CMS.from_epsilon(k=64, m=1024, epsilon=4.0)
+    m = CMS.from_epsilon(k=16, m=1024, epsilon=4.0)
     assert m.keep == F(880797077977, 10**12)  # e^2 / (1 + e^2) = 0.88079707797788...
     assert 4.0 - 1e-9 < m.epsilon <= 4.0
 
 
 def test_hcms_keeps_e_to_epsilon_rounded_down() -> None:
-    m = HCMS.from_epsilon(k=64, m=1024, epsilon=4.0)
+    m = HCMS.from_epsilon(k=16, m=1024, epsilon=4.0)
     assert m.keep == F(982013790037, 10**12)  # e^4 / (1 + e^4) = 0.98201379003790...
     assert 4.0 - 1e-9 < m.epsilon <= 4.0
 
@@ -130,6 +130,8 @@ def test_malformed_answers_are_refused(m: Sketch, bad: object) -> None:
         lambda: RAPPOR.from_params({"k": 8, "h": 2, "m": 2, "f": "1/2", "p": "1/2"}),
         lambda: RAPPOR.from_params({"k": 8.0, "h": 2, "m": 2, "f": 0.5, "p": 0.5, "q": 0.75}),
         lambda: CMS.from_epsilon(k=4, m=8, epsilon=20.0),
+        lambda: HCMS(k=64, m=1024, keep=F(3, 4)),  # 65,536 cells: over the counters kept
+        lambda: RAPPOR(k=4096, h=2, m=8, f=F(1, 2), p=F(1, 2), q=F(3, 4)),
     ],
 )
 def test_bad_parameters_are_refused_with_the_field(build) -> None:

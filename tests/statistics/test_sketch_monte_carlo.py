@@ -30,7 +30,7 @@ Z = z_value(0.95)
 
 CASES = {
     "hcms k=16 m=64": HCMS.from_epsilon(k=16, m=64, epsilon=4.0),
-    "hcms k=64 m=1024": HCMS.from_epsilon(k=64, m=1024, epsilon=4.0),
+    "hcms k=16 m=1024": HCMS.from_epsilon(k=16, m=1024, epsilon=4.0),
     "cms k=16 m=64": CMS.from_epsilon(k=16, m=64, epsilon=4.0),
     "cms k=32 m=256": CMS.from_epsilon(k=32, m=256, epsilon=4.0),
     "rappor k=32 h=2 m=16": RAPPOR(k=32, h=2, m=16, f=F(1, 2), p=F(1, 2), q=F(3, 4)),

@@ -9,7 +9,7 @@ for report in r.reports("health-2026"): ...     # streamed, one noisy report at 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -77,13 +77,20 @@ class Researcher:
         return f"/api/v1/surveys/{quote(survey, safe='')}{tail}"
 
     def results(
-        self, survey: str, confidence: float = 0.95, simultaneous: bool = False
+        self,
+        survey: str,
+        confidence: float = 0.95,
+        simultaneous: bool = False,
+        candidates: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Estimates with confidence intervals (DESIGN's results JSON)."""
+        """Estimates with confidence intervals (DESIGN's results JSON); `candidates` adds rows
+        to the survey's text questions."""
         params = {
             "confidence": repr(float(confidence)),
             "simultaneous": str(bool(simultaneous)).lower(),
         }
+        if candidates:
+            params["candidates"] = ",".join(candidates)
         return self._json("GET", self._survey_path(survey, "/results"), params=params)
 
     def results_csv(self, survey: str, confidence: float = 0.95, simultaneous: bool = False) -> str:

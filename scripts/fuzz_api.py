@@ -3,7 +3,8 @@
     .venv/bin/python scripts/fuzz_api.py --examples 200 --seed 1
 
 Starts `deniable-aggregator run` on a free 127.0.0.1 port with a throwaway data directory, a
-researcher token, an open and an invite-only survey, runs `schemathesis run --checks all` (every
+researcher token, an open and an invite-only survey, one with numbers and select-all questions
+and one with text questions, runs `schemathesis run --checks all` (every
 phase, positive and negative data, stateful links; the repository's schemathesis.toml), prints
 its summary and how many requests it made, stops the server and exits with schemathesis's code.
 """
@@ -26,6 +27,17 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SURVEY = ROOT / "aggregator" / "examples" / "demo-survey.json"
+NUMBERS = ROOT / "aggregator" / "examples" / "demo-numbers.json"
+#: A survey with a text question of each mechanism.
+WORDS = {
+    "id": "words",
+    "title": "Words",
+    "questions": [
+        {"id": "city", "text": "City?", "type": "text", "epsilon": 2.0, "candidates": ["lagos"]},
+        {"id": "app", "text": "App?", "type": "text", "mechanism": "cms", "epsilon": 2.0},
+        {"id": "drug", "text": "Drug?", "type": "text", "mechanism": "rappor"},
+    ],
+}
 
 
 def free_port() -> int:
@@ -64,8 +76,14 @@ def main() -> int:
                 except requests.ConnectionError:
                     time.sleep(0.1)
             doc = json.loads(SURVEY.read_text("utf-8"))
+            numbers = json.loads(NUMBERS.read_text("utf-8"))
             headers = {"Authorization": f"Bearer {token}"}
-            for survey in (doc, {**doc, "id": "invite-only", "enrollment": "invite"}):
+            for survey in (
+                doc,
+                {**doc, "id": "invite-only", "enrollment": "invite"},
+                numbers,
+                WORDS,
+            ):
                 requests.post(f"{url}/api/v1/surveys", json=survey, headers=headers, timeout=10)
             started = time.monotonic()
             result = subprocess.run(

@@ -182,6 +182,12 @@ class CMS(Sketch):
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
 
+    def worst_variance(self, n: int) -> float:
+        """The variance bound of one candidate's share by Apple's estimator at n reports (the
+        read bit's lambda (1 - lambda) at most 1/4), before collisions."""
+        gap = float(self.keep - (1 - self.keep))
+        return (self.m / (self.m - 1)) ** 2 * 0.25 / (gap * gap * n)
+
     def randomize(self, text: str) -> SketchAnswer:
         j = uniform_index(self.k)
         h = sketch_column(j, text, self.m)
@@ -250,6 +256,12 @@ class HCMS(Sketch):
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
+
+    def worst_variance(self, n: int) -> float:
+        """The variance bound of one candidate's share by Apple's estimator at n reports: each
+        report's term is +-m/((m - 1)(2 keep - 1)), before collisions."""
+        gap = float(2 * self.keep - 1)
+        return (self.m / (self.m - 1)) ** 2 / (gap * gap * n)
 
     @staticmethod
     def entry(row: int, h: int) -> int:

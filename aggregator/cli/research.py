@@ -17,6 +17,16 @@ def _fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
+def _sketch_size(text: str | None) -> tuple[int, int] | None:
+    """--sketch KxM as (hash functions, columns)."""
+    if text is None:
+        return None
+    hashes, sep, columns = text.lower().partition("x")
+    if not sep or not hashes.strip().isdigit() or not columns.strip().isdigit():
+        raise planning.PlanError(f"sketch: expected KxM, like 16x1024, got {text!r}")
+    return int(hashes), int(columns)
+
+
 @click.command("plan")
 @click.option("--epsilon", type=float, required=True, help="Privacy budget of the question.")
 @click.option("--margin", type=float, default=None, help="Margin of error wanted, e.g. 0.05.")
@@ -33,7 +43,7 @@ def _fail(message: str) -> NoReturn:
     type=click.Choice(planning.MECHANISM_NAMES),
     default=None,
     help="Mechanism (default: rr for 2 options, else auto; onebit for an integer's mean, multi "
-    "for each option of a select-all question).",
+    "for each option of a select-all question, hcms or cms for a text candidate's share).",
 )
 @click.option(
     "--range",
@@ -41,6 +51,13 @@ def _fail(message: str) -> NoReturn:
     type=int,
     default=None,
     help="With --mechanism onebit: max - min of the integer question; the margin is in its units.",
+)
+@click.option(
+    "--sketch",
+    default=None,
+    metavar="KxM",
+    help="With --mechanism hcms or cms: hash functions x columns (default 16x1024 for hcms, "
+    "16x256 for cms); the margin is a text candidate's share.",
 )
 def plan_command(
     epsilon: float,
@@ -50,6 +67,7 @@ def plan_command(
     confidence: float,
     mechanism: str | None,
     width: int | None,
+    sketch: str | None,
 ) -> None:
     """Respondents needed for a margin of error at an epsilon (worst case); the number ends the output."""
     if margin is None and respondents is None:
@@ -65,6 +83,7 @@ def plan_command(
             confidence=confidence,
             mechanism=mechanism,
             width=width,
+            sketch=_sketch_size(sketch),
         )
     except (planning.PlanError, ValueError) as exc:
         _fail(str(exc))
@@ -132,11 +151,12 @@ def simulate_command(
                 codes=codes,
                 progress=bar.update,
             )
+        extra = simulate.truth_candidates(resolved, known)
         if researcher is not None and before == 0:
-            results = researcher.results(survey, confidence=confidence)
+            results = researcher.results(survey, confidence=confidence, candidates=extra)
             source = f"server results: n went from {before} to {results['n']}"
         else:
-            results = analyze(resolved, sent.accepted_reports, confidence)
+            results = analyze(resolved, sent.accepted_reports, confidence, candidates=extra)
             source = "estimated from this run's accepted reports"
             if researcher is None:
                 source += " (give --token to check the server's count too)"

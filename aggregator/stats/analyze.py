@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from deniable.aggregator.stats.estimate import results_document, z_value
+from deniable.aggregator.stats.estimate import parse_candidates, results_document, z_value
 from deniable.shared import ReportError, Survey, canonical_json
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.report import check_answers, parse_report, verify_report
@@ -147,10 +147,15 @@ def analyze(
     simultaneous: bool = False,
     *,
     verify: bool = True,
+    candidates: Sequence[str] | str = (),
 ) -> dict[str, Any]:
     """The results JSON of a list of reports (e.g. a reports.jsonl export), as the service gives
-    it; `verify=False` takes noisy answers from elsewhere (see answer_rows)."""
+    it; `verify=False` takes noisy answers from elsewhere (see answer_rows); `candidates` adds
+    rows to text questions, as `?candidates=` does."""
     z_value(confidence)
     resolved = as_survey(survey)
+    extra = parse_candidates(candidates)
     n, support = tally(resolved, reports, verify=verify)
-    return results_document(resolved, n, support, confidence=confidence, simultaneous=simultaneous)
+    return results_document(
+        resolved, n, support, confidence=confidence, simultaneous=simultaneous, candidates=extra
+    )

@@ -10,7 +10,10 @@ and n respondents buy the margin z * sqrt(worst_variance(n)).
 
 Integer questions (`onebit`) are planned in the question's units: the mean's variance is that
 of a binary estimate times (max - min)^2, so the margin is a number on the question's scale.
-A multi question (`multi`) is planned per option: each is rr at epsilon / k.
+A multi question (`multi`) is planned per option: each is rr at epsilon / k. A text question
+(`hcms`, `cms`) is planned for one candidate's share with a sketch of k hash functions and m
+columns, by the bound of Apple's estimator before collisions (joint decoding adds little where
+the candidates rarely share columns, and removes the collisions' bias).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from deniable.shared.mechanisms import (
     from_epsilon,
 )
 from deniable.shared.probability import round_down
+from deniable.shared.sketches import CMS, HCMS
 from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
-MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi")
+MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi", "hcms", "cms")
+#: A text question's sketch (hash functions, columns) when none is given.
+DEFAULT_SKETCH = {"hcms": (16, 1024), "cms": (16, 256)}
 #: As many options as a survey question may have.
 MAX_OPTIONS = SURVEY_MAX_OPTIONS
 #: More respondents than any survey will have: a margin needing more is refused, not overflowed.
@@ -72,6 +78,7 @@ class Plan:
     chosen: PlanRow
     rows: list[PlanRow]
     width: int | None = None
+    sketch: tuple[int, int] | None = None
 
 
 def z_for(confidence: float) -> float:
@@ -98,11 +105,20 @@ def coins_at(epsilon: float) -> Coins:
     return Coins(truth=round_down((e - 1.0) / (e + 1.0)), yes=Fraction(1, 2))
 
 
-def mechanism_for(name: str, k: int, epsilon: float, width: int = 1) -> Mechanism:
-    """The mechanism `name` over k options (onebit: a range `width` wide) at epsilon;
-    PlanError if it does not fit."""
+def mechanism_for(
+    name: str, k: int, epsilon: float, width: int = 1, sketch: tuple[int, int] | None = None
+) -> Mechanism:
+    """The mechanism `name` over k options (onebit: a range `width` wide; hcms, cms: a sketch
+    of (hash functions, columns)) at epsilon; PlanError if it does not fit."""
     if name not in MECHANISM_NAMES:
         raise PlanError(f"mechanism: expected one of {', '.join(MECHANISM_NAMES)}, got {name!r}")
+    if name in ("hcms", "cms"):
+        hashes, columns = sketch or DEFAULT_SKETCH[name]
+        kind = HCMS if name == "hcms" else CMS
+        try:
+            return kind.from_epsilon(k=hashes, m=columns, epsilon=epsilon)  # type: ignore[return-value]
+        except ValueError as exc:
+            raise PlanError(f"sketch: {exc}") from None
     if name == "onebit":
         return OneBit.from_epsilon(low=0, high=width, epsilon=epsilon)
     if name == "multi":
@@ -170,6 +186,7 @@ def plan(
     confidence: float = 0.95,
     mechanism: str | None = None,
     width: int | None = None,
+    sketch: tuple[int, int] | None = None,
 ) -> Plan:
     """Respondents needed for `margin` (or the margin `respondents` buy), with a comparison.
 
@@ -203,6 +220,18 @@ def plan(
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, [chosen], width
         )
+    if name in ("hcms", "cms"):
+        size = sketch or DEFAULT_SKETCH[name]
+        rows = [
+            row(other, mechanism_for(other, options, epsilon, sketch=size))
+            for other in ("hcms", "cms")
+        ]
+        chosen = rows[0] if name == "hcms" else rows[1]
+        return Plan(
+            epsilon, options, float(confidence), z, margin, respondents, chosen, rows, None, size
+        )
+    if sketch is not None:
+        raise PlanError("sketch: give --sketch only with --mechanism hcms or cms")
     rows = [row(other, mechanism_for(other, options, epsilon)) for other in compared(options)]
     chosen = next((r for r in rows if r.name == name), None)
     if chosen is None:
@@ -214,7 +243,13 @@ def plan(
 
 def format_plan(result: Plan) -> str:
     """The plan as text: the comparison table, then the chosen number alone on the last line."""
-    if result.width is not None:
+    if result.sketch is not None:
+        hashes, columns = result.sketch
+        what = (
+            f"one text candidate's share with a sketch of {hashes} hash functions x {columns} "
+            "columns"
+        )
+    elif result.width is not None:
         what = f"a mean over a range of {result.width} (margin in the question's units)"
     elif result.chosen.name == "multi":
         what = f"{result.options} options, each selected or not at epsilon / {result.options}"
@@ -236,6 +271,14 @@ def format_plan(result: Plan) -> str:
         mark = "  <- chosen" if r is result.chosen else ""
         p, q = float(r.mechanism.p_star), float(r.mechanism.q_star)
         lines.append(f"  {r.name:<12} {p:>8.4f} {q:>8.4f} {value}{mark}")
+    if result.sketch is not None:
+        hashes, columns = result.sketch
+        lines.append(
+            f"  a sketch of {hashes} x {columns} keeps {2 * hashes * columns:,} counters (hcms; "
+            f"cms {hashes * columns + hashes:,}); with Apple's estimator an answer of share s "
+            f"lifts a candidate sharing its column by about s/{columns} on average, and joint "
+            "decoding (the default) removes that for the listed candidates"
+        )
     number = result.chosen.respondents if result.margin is not None else result.chosen.margin
     lines.append(str(number) if isinstance(number, int) else f"{number:.6f}")
     return "\n".join(lines)

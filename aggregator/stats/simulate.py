@@ -47,9 +47,42 @@ def default_truth(survey: Survey) -> Truth:
             truth[qid] = {v: (len(points) - i) / total for i, v in enumerate(points)}
         elif q.type == "multi":
             truth[qid] = [0.4 / (i + 1) for i in range(q.k)]
+        elif q.type == "text":
+            words = q.candidates or [f"word {i + 1}" for i in range(20)]
+            truth[qid] = _zipf(words, 1.1)
         else:
             total = q.k * (q.k + 1) / 2
             truth[qid] = [(q.k - i) / total for i in range(q.k)]
+    return truth
+
+
+def _zipf(words: Sequence[str], exponent: float) -> dict[str, float]:
+    """Shares proportional to 1 / rank^exponent over the words, the first most frequent."""
+    weights = [1.0 / (rank + 1) ** exponent for rank in range(len(words))]
+    total = math.fsum(weights)
+    return {word: w / total for word, w in zip(words, weights, strict=True)}
+
+
+def _text_truth(q: Question, given: dict[str, object]) -> dict[str, float]:
+    """answer -> share over a text question's answers: {"zipf": s, "words": [...]}, or shares
+    by answer (normalized; they must add up to 1)."""
+    if "zipf" in given or "words" in given:
+        exponent, words = given.get("zipf", 1.1), given.get("words")
+        if isinstance(exponent, bool) or not isinstance(exponent, int | float) or exponent < 0:
+            raise SimulationError(f"truth.{q.id}.zipf: expected an exponent >= 0, got {exponent!r}")
+        if not isinstance(words, list) or not words:
+            raise SimulationError(f"truth.{q.id}.words: expected a list of answers, got {words!r}")
+        given = dict(_zipf([str(w) for w in words], float(exponent)))
+    truth: dict[str, float] = {}
+    for label, value in given.items():
+        try:
+            text = q.text_of(label)
+        except DeniableError:
+            raise SimulationError(f"truth.{q.id}: {label!r} is not an answer") from None
+        truth[text] = truth.get(text, 0.0) + _probability(q, label, value)
+    total = math.fsum(truth.values())
+    if abs(total - 1) > 1e-6:
+        raise SimulationError(f"truth.{q.id}: the shares add up to {total:g}, not 1")
     return truth
 
 
@@ -103,6 +136,8 @@ def _question_truth(q: Question, given: object) -> Any:
         )
     if q.type == "integer":
         return _integer_truth(q, given)
+    if q.type == "text":
+        return _text_truth(q, given)
     if q.type == "multi":
         return _multi_truth(q, given)
     probs: list[float | None] = [None] * q.k
@@ -159,7 +194,7 @@ def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, 
     answers: dict[str, object] = {}
     for qid, q in survey.questions.items():
         given = truth[qid]
-        if q.type == "integer":
+        if q.type in ("integer", "text"):
             answers[qid] = rng.choices(list(given), weights=list(given.values()))[0]
         elif q.type == "multi":
             answers[qid] = frozenset(i for i, p in enumerate(given) if rng.random() < p)
@@ -173,6 +208,17 @@ def true_value(question: Question, given: Any, option: int) -> float:
     if question.type == "integer":
         return math.fsum(v * w for v, w in given.items())
     return float(given[option])
+
+
+def truth_candidates(survey: Survey, truth: Truth) -> list[str]:
+    """The answers of text questions' truths that the survey does not list as candidates, to
+    ask the results for (at most 50, the most frequent first)."""
+    extra: list[str] = []
+    for qid, q in survey.questions.items():
+        if q.type == "text":
+            ranked = sorted(truth[qid], key=lambda w: -truth[qid][w])
+            extra += [w for w in ranked if w not in q.candidates and w not in extra]
+    return extra[:50]
 
 
 def make_reports(
@@ -265,7 +311,10 @@ def comparison(survey: Survey, truth: Truth, results: Mapping[str, Any]) -> list
     for entry in results["questions"]:
         question = survey.questions[entry["id"]]
         for i, option in enumerate(entry["options"]):
-            t = true_value(question, truth[entry["id"]], i)
+            if question.type == "text":  # rows are candidates, ranked
+                t = truth[entry["id"]].get(option["option"], 0.0)
+            else:
+                t = true_value(question, truth[entry["id"]], i)
             rows.append(
                 {
                     "question": entry["id"],

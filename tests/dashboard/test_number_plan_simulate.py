@@ -101,3 +101,21 @@ def test_simulate_refuses_a_bad_truth_in_one_line(
     assert done.returncode == 1 and done.stderr.startswith("error: "), done.stderr
     assert words in done.stderr and "Traceback" not in done.stderr
     assert live_server.results("numbers")["n"] == 0
+
+
+def test_text_plans_a_candidates_share_and_compares_the_sketches() -> None:
+    # hcms: each report's term is +-m/((m - 1)(2 keep - 1)), so at most that squared over n;
+    # keep = 0.982013790037 at epsilon 4, m = 1024.
+    gap, m = 2 * 0.982013790037 - 1, 1024
+    expected = math.ceil(Z * Z * (m / (m - 1)) ** 2 / (gap * gap * 0.01**2))
+    code, out, _ = run("--epsilon", "4", "--margin", "0.01", "--mechanism", "hcms")
+    assert code == 0 and out.strip().splitlines()[-1] == str(expected)
+    assert "16 hash functions x 1024 columns" in out and "cms" in out
+    code, out, _ = run("--epsilon", "4", "--margin", "0.01", "--mechanism", "cms",
+                       "--sketch", "8x64")  # fmt: skip
+    assert code == 0 and "1,024 counters" in out
+    code, _, err = run("--epsilon", "4", "--margin", "0.01", "--mechanism", "hcms",
+                       "--sketch", "16x1000")  # fmt: skip
+    assert code == 1 and "power of two" in err
+    code, _, err = run("--epsilon", "1", "--margin", "0.05", "--sketch", "16x64")
+    assert code == 1 and "only with --mechanism hcms or cms" in err

@@ -20,7 +20,7 @@ from flask.cli import FlaskGroup
 from deniable.aggregator import credentials, demo, surveys
 from deniable.aggregator.cli import analysis, maintenance, research
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.stats.estimate import results_csv
+from deniable.aggregator.stats.estimate import parse_candidates, results_csv
 from deniable.aggregator.store import migrate as migrate_store
 from deniable.aggregator.store.pool import existing_store, get_store
 from deniable.aggregator.web.app import create_app
@@ -146,16 +146,35 @@ def close_command(survey: str) -> None:
 @click.option("--csv", "as_csv", is_flag=True, help="Print the results as CSV.")
 @click.option("--confidence", type=float, default=None, help="Confidence level, e.g. 0.95.")
 @click.option("--simultaneous", is_flag=True, help="Intervals that hold for all options at once.")
+@click.option(
+    "--candidates",
+    default=None,
+    metavar="A,B",
+    help="Text questions: more candidate answers to estimate, separated by commas.",
+)
 @friendly
 def results_command(
-    survey: str, as_json: bool, as_csv: bool, confidence: float | None, simultaneous: bool
+    survey: str,
+    as_json: bool,
+    as_csv: bool,
+    confidence: float | None,
+    simultaneous: bool,
+    candidates: str | None,
 ) -> None:
     """Print a survey's estimates: a table, or --json, or --csv."""
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
     level = surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
+    try:
+        extra = parse_candidates(candidates)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     doc = surveys.results(
-        existing_store(survey), survey, confidence=level, simultaneous=simultaneous
+        existing_store(survey),
+        survey,
+        confidence=level,
+        simultaneous=simultaneous,
+        candidates=extra,
     )
     if as_json:
         click.echo(json.dumps(doc, indent=2))
@@ -169,6 +188,10 @@ def _cell(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _support(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
 def results_table(doc: dict[str, Any]) -> str:
     """The results as a table a person reads in a terminal."""
     level = f"{doc['confidence']:.0%}".rstrip()
@@ -178,9 +201,12 @@ def results_table(doc: dict[str, Any]) -> str:
     ]
     for q in doc["questions"]:
         lines.append("")
+        if q["type"] == "text" and not q["options"]:
+            lines.append(f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates")
+            continue
         cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
         lines.append(f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})")
-        width = max(6, *(len(o["option"]) for o in q["options"]))
+        width = max([6, *(len(o["option"]) for o in q["options"])])
         lines.append(
             f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
             f"{'interval':>15}  {'count':>9}  {'share':>5}"
@@ -188,7 +214,7 @@ def results_table(doc: dict[str, Any]) -> str:
         for o in q["options"]:
             interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
             lines.append(
-                f"  {o['option']:<{width}}  {o['support']:>7}  {_cell(o['estimate']):>8}  "
+                f"  {o['option']:<{width}}  {_support(o['support']):>7}  {_cell(o['estimate']):>8}  "
                 f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
                 f"{_cell(o['share']):>5}"
             )

@@ -26,7 +26,7 @@ def cities(app: Flask) -> Survey:
         record, _ = create_survey(store, copy.deepcopy(TEXT_DOC))
         survey = Survey.from_dict(record.resolved)
         rng = random.Random(3)
-        reports = [make_report(survey, answers(rng), generate_key()) for _ in range(400)]
+        reports = [make_report(survey, answers(rng), generate_key()) for _ in range(2000)]
         assert {o.result for o in ingest(store, reports)} == {"accepted"}
     return survey
 

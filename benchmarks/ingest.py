@@ -182,16 +182,33 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _sign_chunk(args: tuple[int, int]) -> list[bytes]:
-    survey = Survey.from_dict(SURVEY)
-    count, seed = args
-    truth = {"smokes": "no", "cannabis": "yes", "party": "B", "region": "r3"}
+#: A survey of text questions, one per mechanism at its defaults (hcms 16 x 1024, cms 16 x 256,
+#: rappor 32 bits in 16 cohorts), for `--text`.
+TEXT_SURVEY = {
+    "id": "bench",
+    "title": "Ingestion benchmark, text",
+    "questions": [
+        {"id": "city", "text": "City?", "type": "text", "epsilon": 2.0, "candidates": ["lagos"]},
+        {"id": "app", "text": "App?", "type": "text", "mechanism": "cms", "epsilon": 2.0},
+        {"id": "drug", "text": "Drug?", "type": "text", "mechanism": "rappor"},
+    ],
+}
+TRUTHS = {
+    "binary": {"smokes": "no", "cannabis": "yes", "party": "B", "region": "r3"},
+    "text": {"city": "Lagos", "app": "mail", "drug": "cannabis"},
+}
+
+
+def _sign_chunk(args: tuple[int, int, str]) -> list[bytes]:
+    count, seed, kind = args
+    survey = Survey.from_dict(TEXT_SURVEY if kind == "text" else SURVEY)
+    truth = TRUTHS[kind]
     return [json.dumps(make_report(survey, truth, generate_key())).encode() for _ in range(count)]
 
 
-def make_bodies(count: int) -> list[bytes]:
+def make_bodies(count: int, kind: str = "binary") -> list[bytes]:
     """`count` reports, each signed by its own fresh key, serialized once."""
-    chunks = [(count // 8 + (i < count % 8), i) for i in range(8)]
+    chunks = [(count // 8 + (i < count % 8), i, kind) for i in range(8)]
     with mp.get_context("fork").Pool(2) as pool:
         return [body for chunk in pool.map(_sign_chunk, chunks) for body in chunk]
 
@@ -355,13 +372,14 @@ def run_aggregator(
     batch: int,
     levels: Sequence[int],
     env: dict,
+    survey: dict = SURVEY,
 ) -> dict:
     data = Path(tempfile.mkdtemp(prefix="deniable-bench-"))
     env = dict(env, DENIABLE_DATA_DIR=str(data))
     if env.get("DENIABLE_DATABASE_URL"):
         env["DENIABLE_DATABASE_URL"] = fresh_database(env["DENIABLE_DATABASE_URL"])
     try:
-        (data / "survey.json").write_text(json.dumps(SURVEY))
+        (data / "survey.json").write_text(json.dumps(survey))
         subprocess.run(
             [str(BIN / "deniable-aggregator"), "init-db"], env=env, check=True, capture_output=True
         )
@@ -469,6 +487,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--json", type=Path, default=None, help="also write the figures to this file"
     )
     parser.add_argument(
+        "--text",
+        action="store_true",
+        help="only: text reports (hcms, cms, rappor) beside the binary survey's, at the first "
+        "worker count, on SQLite",
+    )
+    parser.add_argument(
         "--synchronous",
         default=None,
         help="DENIABLE_SQLITE_SYNCHRONOUS for the aggregator (default: the aggregator's own)",
@@ -487,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"backends: {', '.join(name for name, _ in backends)}"
     )
+    if args.text:
+        text_beside_binary(args, env)
+        return
     rows = []
     cores = os.cpu_count() or 1
     per_core = best(args.rounds, partial(verify_rate, 1))["rate"]
@@ -618,6 +645,39 @@ def best(rounds: int, measure: Any) -> dict[str, float]:
     """The run with the highest rate of `rounds` runs of `measure`."""
     runs = [measure() for _ in range(max(1, rounds))]
     return max(runs, key=lambda f: f.get("per_second", f.get("rate", 0.0)))
+
+
+def text_beside_binary(args: argparse.Namespace, env: dict) -> None:
+    """Accepted reports/s of a survey of text questions beside the binary survey's, each the
+    best of --rounds runs (interleaved), single and batched, on SQLite."""
+    workers = int(args.workers.split(",")[0])
+    levels = [int(c) for c in args.clients.split(",")]
+    figures: dict[str, list[dict]] = {"binary": [], "text": []}
+    bodies = {kind: make_bodies(args.reports, kind) for kind in figures}
+    batched = {kind: make_bodies(args.batched_reports, kind) for kind in figures}
+    sizes = {kind: statistics.mean(len(b) for b in bodies[kind]) for kind in figures}
+    for _ in range(max(1, args.rounds)):
+        for kind in figures:
+            survey = TEXT_SURVEY if kind == "text" else SURVEY
+            figures[kind].append(
+                run_aggregator(
+                    workers, bodies[kind], batched[kind], args.batch, levels, env, survey
+                )
+            )
+    print(f"{'survey':>8} {'bytes':>6} {'single/s':>9} {'p99 ms':>7} {'batched/s':>10}")
+    best = {}
+    for kind, runs in figures.items():
+        single = max((r["single"] for r in runs), key=lambda f: f["per_second"])
+        batch = max((r["batched"] for r in runs), key=lambda f: f["per_second"])
+        best[kind] = (single["per_second"], batch["per_second"])
+        print(
+            f"{kind:>8} {sizes[kind]:>6.0f} {single['per_second']:>9.0f} "
+            f"{single['p99_ms']:>7.1f} {batch['per_second']:>10.0f}"
+        )
+    print(
+        f"text/binary: single {best['text'][0] / best['binary'][0]:.2f}, "
+        f"batched {best['text'][1] / best['binary'][1]:.2f} ({workers} workers)"
+    )
 
 
 if __name__ == "__main__":

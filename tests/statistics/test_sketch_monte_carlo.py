@@ -14,10 +14,10 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from sketch_support import simulate_counts, zipf
 
 from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.sketch_estimate import SketchDecodeError, decoder, fwht
+from deniable.aggregator.stats.sketch_simulate import simulate_counts, zipf
 from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
-"""Simulated sketch tallies for the text Monte Carlo tests: respondents draw a word from a Zipf
-distribution over a named vocabulary, and each mechanism's counters are drawn from their exact
-distribution (numpy, fixed seeds); tests/shared/test_sketches.py checks the device's sampler
-against the same probabilities."""
+"""Simulated sketch tallies of text questions, for Monte Carlo checks and the accuracy benchmark:
+respondents draw a word from given shares (e.g. Zipf over a named vocabulary), and each
+mechanism's counters are drawn from their exact distribution with numpy (the device's sampler
+follows the same probabilities: tests/shared/test_sketches.py)."""
 
 from __future__ import annotations
 

@@ -897,6 +897,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--jobs", type=int, default=min(2, mp.cpu_count()), help="worker processes")
     ap.add_argument("--report-only", action="store_true", help="re-render the saved .json only")
     ap.add_argument(
+        "--text-only",
+        action="store_true",
+        help="only text answers beside pure-ldp (benchmarks/text_accuracy.py)",
+    )
+    ap.add_argument(
         "--numbers-only",
         action="store_true",
         help="only the onebit mean and multi options against their analytic variance",
@@ -910,6 +915,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report_only:
         saved = json.loads((RESULTS / "accuracy.json").read_text())
         return report(saved["points"], saved["meta"], peer_paths=None, saved_checks=saved["checks"])
+    if args.text_only:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import text_accuracy
+
+        return text_accuracy.main(["--quick"] if args.quick else [])
     numbers = run_numbers(args.quick, args.seed)
     if args.numbers_only:
         return numbers

@@ -37,7 +37,7 @@ MAX_WIDTH = 4_096
 MAX_BITS = 4_096
 MAX_COHORTS = 1_024
 #: The aggregator keeps a counter per cell (k x m for cms and hcms, cohorts x bits for rappor).
-MAX_CELLS = 16_384
+MAX_CELLS = 65_536
 
 
 def _check_cells(name: str, cells: int, what: str) -> None:

@@ -17,21 +17,21 @@ def zipf(size: int, exponent: float = 1.1) -> np.ndarray:
     return weights / weights.sum()
 
 
-def _hcms(sk: HCMS, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+def _hcms(sk: HCMS, words: list[str], d: np.ndarray, rng) -> np.ndarray:
     cols = np.array([[sketch_column(j, w, sk.m) for w in words] for j in range(sk.k)])
     parity = np.array([bin(x).count("1") & 1 for x in range(sk.m)])
-    d = rng.choice(len(words), size=n, p=shares)
+    n = d.size
     j, row = rng.integers(sk.k, size=n), rng.integers(sk.m, size=n)
     entry = 1 - parity[row & cols[j, d]]
     bit = np.where(rng.random(n) < float(sk.keep), entry, 1 - entry)
     return np.bincount(2 * (j * sk.m + row) + bit, minlength=sk.slots)
 
 
-def _cms(sk: CMS, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+def _cms(sk: CMS, words: list[str], d: np.ndarray, rng) -> np.ndarray:
     k, m = sk.k, sk.m
     cols = np.array([[sketch_column(j, w, m) for w in words] for j in range(k)])
-    joint = rng.multinomial(n, (np.full((k, 1), 1 / k) * shares[None, :]).ravel())
-    joint = joint.reshape(k, len(words))
+    j = rng.integers(k, size=d.size)
+    joint = np.bincount(j * len(words) + d, minlength=k * len(words)).reshape(k, len(words))
     marked = np.zeros((k, m), dtype=np.int64)
     for j in range(k):
         np.add.at(marked[j], cols[j], joint[j])
@@ -41,14 +41,14 @@ def _cms(sk: CMS, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarr
     return np.concatenate([ones.ravel(), per_j])
 
 
-def _rappor(sk: RAPPOR, words: list[str], shares: np.ndarray, n: int, rng) -> np.ndarray:
+def _rappor(sk: RAPPOR, words: list[str], d: np.ndarray, rng) -> np.ndarray:
     k, m = sk.k, sk.m
     bloom = np.zeros((m, len(words), k), dtype=np.int64)
     for c in range(m):
-        for d, w in enumerate(words):
-            bloom[c, d, list(bloom_bits(c, w, sk.h, k))] = 1
-    joint = rng.multinomial(n, (np.full((m, 1), 1 / m) * shares[None, :]).ravel())
-    joint = joint.reshape(m, len(words))
+        for i, w in enumerate(words):
+            bloom[c, i, list(bloom_bits(c, w, sk.h, k))] = 1
+    cohort = rng.integers(m, size=d.size)
+    joint = np.bincount(cohort * len(words) + d, minlength=m * len(words)).reshape(m, len(words))
     set_bits = np.einsum("cd,cdi->ci", joint, bloom)
     per_cohort = joint.sum(axis=1)
     ones = rng.binomial(set_bits, float(sk.set_one)) + rng.binomial(
@@ -57,10 +57,17 @@ def _rappor(sk: RAPPOR, words: list[str], shares: np.ndarray, n: int, rng) -> np
     return np.concatenate([ones.ravel(), per_cohort])
 
 
+def counts_of(sk: Sketch, words: list[str], answers: np.ndarray, rng) -> np.ndarray:
+    """The counters of one survey whose respondents answered `words[answers[i]]`."""
+    draw = {HCMS: _hcms, CMS: _cms, RAPPOR: _rappor}[type(sk)]
+    return draw(sk, words, np.asarray(answers), rng)
+
+
 def simulate_counts(
     sk: Sketch, words: list[str], shares: np.ndarray, n: int, trials: int, seed: int
 ) -> np.ndarray:
-    """[trials, slots]: the counters of `trials` surveys of n respondents."""
+    """[trials, slots]: the counters of `trials` surveys of n respondents drawn from `shares`."""
     rng = np.random.default_rng(seed)
-    draw = {HCMS: _hcms, CMS: _cms, RAPPOR: _rappor}[type(sk)]
-    return np.stack([draw(sk, words, shares, n, rng) for _ in range(trials)]).astype(np.float64)
+    return np.stack(
+        [counts_of(sk, words, rng.choice(len(words), size=n, p=shares), rng) for _ in range(trials)]
+    ).astype(np.float64)

@@ -186,3 +186,31 @@ def test_the_http_results_take_ad_hoc_candidates_and_say_what_is_wrong(client, a
     long = ",".join(f"w{i}" for i in range(51))
     bad = client.get(f"/api/v1/surveys/cities/results?candidates={long}", headers=auth)
     assert bad.status_code == 400 and "at most 50" in bad.json["detail"]
+
+
+def test_designs_own_examples_are_accepted() -> None:
+    doc = {
+        "id": "design",
+        "title": "DESIGN's examples",
+        "questions": [
+            {
+                "id": "city",
+                "text": "City?",
+                "type": "text",
+                "mechanism": "hcms",
+                "epsilon": 4,
+                "hcms": {"k": 64, "m": 1024},
+                "candidates": ["lagos", "kano"],
+            },
+            {
+                "id": "drug",
+                "text": "Drug?",
+                "type": "text",
+                "mechanism": "rappor",
+                "rappor": {"k": 32, "h": 2, "m": 8, "f": "1/2", "p": "1/2", "q": "3/4"},
+            },
+        ],
+    }
+    survey = Survey.from_dict(doc)
+    assert survey.questions["city"].k == 2 * 64 * 1024
+    assert survey.questions["drug"].epsilon == pytest.approx(2 * math.log(77 / 45))

@@ -130,8 +130,8 @@ def test_malformed_answers_are_refused(m: Sketch, bad: object) -> None:
         lambda: RAPPOR.from_params({"k": 8, "h": 2, "m": 2, "f": "1/2", "p": "1/2"}),
         lambda: RAPPOR.from_params({"k": 8.0, "h": 2, "m": 2, "f": 0.5, "p": 0.5, "q": 0.75}),
         lambda: CMS.from_epsilon(k=4, m=8, epsilon=20.0),
-        lambda: HCMS(k=64, m=1024, keep=F(3, 4)),  # 65,536 cells: over the counters kept
-        lambda: RAPPOR(k=4096, h=2, m=8, f=F(1, 2), p=F(1, 2), q=F(3, 4)),
+        lambda: HCMS(k=128, m=1024, keep=F(3, 4)),  # 131,072 cells: over the counters kept
+        lambda: RAPPOR(k=4096, h=2, m=32, f=F(1, 2), p=F(1, 2), q=F(3, 4)),
     ],
 )
 def test_bad_parameters_are_refused_with_the_field(build) -> None:

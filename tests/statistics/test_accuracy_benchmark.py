@@ -75,3 +75,27 @@ def test_the_numbers_part_measures_the_mean_against_its_analytic_variance() -> N
         assert 0.92 <= rec["coverage_exact_interior"] <= 0.97, rec
     edge = bench.number_point("onebit", 1.0, 1000, "all at 0", trials=100, seed=3)
     assert edge["coverage_exact_interior"] is None and edge["coverage_exact_edge"] > 0.95
+
+
+def load_text_benchmark() -> ModuleType:
+    """benchmarks/text_accuracy.py as a module."""
+    spec = importlib.util.spec_from_file_location(
+        "text_accuracy_benchmark", PATH.parent / "text_accuracy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("mechanism", ["hcms", "cms", "rappor"])
+def test_the_text_part_runs_both_sides_on_the_same_answers(mechanism: str) -> None:
+    """deniable and pure-ldp estimate the same surveys; both errors are of the expected size."""
+    if not bench.peers_available():
+        pytest.fail("pure-ldp is installed with the bench group by make test")
+    text = load_text_benchmark()
+    rec = text.run_point(mechanism, 2.0, 20, 2000, trials=2, seed=3)
+    assert rec["deniable_mse"] < 0.01 and rec["pure_ldp_mse"] < 0.1
+    assert 0.5 <= rec["coverage"] <= 1.0
+    assert text.ours(mechanism, 2.0).epsilon <= 2.0 + 1e-9

@@ -72,8 +72,10 @@ def create_survey(store: Store, doc: object) -> tuple[SurveyRecord, bool]:
     under an existing id is ActionError 409. An invalid document raises SurveyError."""
     survey = Survey.from_dict(doc)
     for i, question in enumerate(survey.questions.values()):
-        if question.type == "text" and question.candidates:
-            try:  # results must be computable: the sketch has to tell the candidates apart
+        if question.type == "text" and question.candidates and question.mechanism != "rappor":
+            # Results must be computable: a count-mean sketch has to tell the candidates apart
+            # (RAPPOR selects among more candidates than its bits resolve, as the paper does).
+            try:
                 sketch_decoder(question.randomizer, question.candidates)
             except SketchDecodeError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None

@@ -24,8 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.sketch_estimate import Decoder, SketchDecodeError, decoder
-from deniable.shared.sketches import Sketch
+from deniable.aggregator.stats.sketch_estimate import (
+    Decoder,
+    SketchDecodeError,
+    decoder,
+    rappor_selection,
+)
+from deniable.shared.sketches import RAPPOR, Sketch
 from deniable.shared.survey import Question, Survey
 from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 
@@ -123,14 +128,21 @@ def _text_rows(
     candidates = text_candidates(question, extra)
     if not candidates:
         return []
-    assert isinstance(question.randomizer, Sketch)
+    sketch = question.randomizer
+    assert isinstance(sketch, Sketch)
+    fitted = candidates
     try:
-        found = _decoder(question.randomizer, candidates)
+        found = _decoder(sketch, candidates)
     except SketchDecodeError as exc:
-        raise ValueError(f"{question.id}: {exc}") from None
-    if n == 0:
-        est = stderr = np.full(len(candidates), np.nan)
-        low, high = np.zeros(len(candidates)), np.ones(len(candidates))
+        if not isinstance(sketch, RAPPOR) or n == 0:
+            raise ValueError(f"{question.id}: {exc}") from None
+        # More candidates than the Bloom bits resolve: select first, as the paper does.
+        fitted = rappor_selection(sketch, candidates, n, np.asarray(counts))
+        found = _decoder(sketch, fitted) if fitted else None
+    size = len(fitted)
+    if n == 0 or found is None:
+        est = stderr = np.full(size, np.nan)
+        low, high = np.zeros(size), np.ones(size)
     else:
         est, stderr, low, high = found.estimate(n, np.asarray(counts, dtype=np.float64), z)
     rows = [
@@ -144,10 +156,25 @@ def _text_rows(
             "count": 0.0 if n == 0 else float(n * est[i]),
             "share": _num(min(max(est[i], 0.0), 1.0)) if n else None,
         }
-        for i, label in enumerate(candidates)
+        for i, label in enumerate(fitted)
     ]
     if n:
         rows.sort(key=lambda row: -row["estimate"])
+    # Candidates the selection left out: not detected (zero), with no interval of their own.
+    rows += [
+        {
+            "option": label,
+            "support": None,
+            "estimate": 0.0,
+            "stderr": None,
+            "ci_low": 0.0,
+            "ci_high": 1.0,
+            "count": 0.0,
+            "share": 0.0,
+        }
+        for label in candidates
+        if label not in fitted
+    ]
     return rows
 
 

@@ -210,3 +210,50 @@ def decoder(sketch: Sketch, candidates: Sequence[str], *, joint: bool = True) ->
     if isinstance(sketch, RAPPOR):
         return _rappor_decoder(sketch, candidates)
     raise TypeError(f"no decoder for {type(sketch).__name__}")
+
+
+def _bloom_matrix(sketch: RAPPOR, candidates: Sequence[str]) -> np.ndarray:
+    """[m k, D]: 1 where candidate d sets bit i in cohort c (row c k + i)."""
+    k, m = sketch.k, sketch.m
+    bloom = np.zeros((m * k, len(candidates)))
+    for c in range(m):
+        for i, cand in enumerate(candidates):
+            bloom[[c * k + b for b in bloom_bits(c, cand, sketch.h, k)], i] = 1.0
+    return bloom
+
+
+def rappor_selection(
+    sketch: RAPPOR, candidates: Sequence[str], n: int, counts: np.ndarray, *, sweeps: int = 500
+) -> tuple[str, ...]:
+    """RAPPOR's first step when the candidates outnumber what the Bloom bits can tell apart
+    (the paper's sparse fit): non-negative least squares of the debiased bit shares on the
+    candidates' Bloom bits, by coordinate descent; most coefficients land at zero. The
+    candidates it keeps, strongest first, as many as the bits can resolve."""
+    k, m = sketch.k, sketch.m
+    bloom = _bloom_matrix(sketch, candidates)
+    counts = np.asarray(counts, dtype=np.float64)
+    ones, per_cohort = counts[: m * k], np.repeat(counts[m * k :], k)
+    gap = float(sketch.set_one - sketch.unset_one)
+    target = (ones - float(sketch.unset_one) * per_cohort) / gap * m / max(n, 1)
+    beta = np.zeros(len(candidates))
+    residual = target.copy()
+    norms = (bloom * bloom).sum(axis=0)
+    for _ in range(sweeps):
+        moved = 0.0
+        for j in range(len(candidates)):
+            if norms[j] == 0:
+                continue
+            new = max(0.0, beta[j] + bloom[:, j] @ residual / norms[j])
+            if new != beta[j]:
+                residual -= bloom[:, j] * (new - beta[j])
+                moved = max(moved, abs(new - beta[j]))
+                beta[j] = new
+        if moved < 1e-9:
+            break
+    kept: list[int] = []
+    for j in np.argsort(-beta, kind="stable"):
+        if beta[j] <= 0:
+            break
+        if np.linalg.matrix_rank(bloom[:, [*kept, j]]) == len(kept) + 1:
+            kept.append(int(j))
+    return tuple(candidates[j] for j in kept)

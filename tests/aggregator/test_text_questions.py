@@ -102,13 +102,33 @@ def test_bad_text_questions_are_refused_naming_the_field(doc: dict, field: str, 
     assert str(caught.value).startswith(field) and words in str(caught.value), str(caught.value)
 
 
-def test_rappor_with_more_candidates_than_its_bits_can_tell_apart_is_refused(store: Store):
+def test_rappor_selects_among_more_candidates_than_its_bits_resolve(store: Store) -> None:
+    # 16 Bloom bits in all (8 bits x 2 cohorts) cannot resolve 40 candidates: the results
+    # first select with a sparse non-negative fit, then fit least squares to the selected.
+    from deniable.aggregator.surveys import results
+
     doc = copy.deepcopy(TEXT_DOC)
-    doc["questions"][2]["rappor"] = {"k": 4, "h": 1, "m": 1, "f": "1/4", "p": "1/4", "q": "3/4"}
-    doc["questions"][2]["candidates"] = [f"word{i}" for i in range(6)]
-    with pytest.raises(SurveyError, match=r"questions\[2\]\.candidates: .*cannot tell"):
-        create_survey(store, doc)
-    assert store.get_survey("cities") is None
+    doc["questions"][2]["rappor"] = {"k": 8, "h": 1, "m": 2, "f": "1/4", "p": "1/4", "q": "3/4"}
+    words = ["cannabis", "alcohol", *(f"word {i}" for i in range(38))]
+    doc["questions"][2]["candidates"] = words
+    record, _ = create_survey(store, doc)
+    survey = Survey.from_dict(record.resolved)
+    rng = random.Random(9)
+    truth = {"city": "lagos", "app": "mail"}
+    reports = [
+        make_report(survey, {**truth, "drug": "cannabis" if rng.random() < 0.7 else "alcohol"},
+                    generate_key())
+        for _ in range(3000)
+    ]  # fmt: skip
+    assert {o.result for o in ingest(store, reports)} == {"accepted"}
+    rows = results(store, "cities")["questions"][2]["options"]
+    assert len(rows) == 40 and {r["option"] for r in rows} == set(words)
+    top = {r["option"]: r for r in rows[:2]}
+    assert set(top) == {"cannabis", "alcohol"}
+    for word, share in (("cannabis", 0.7), ("alcohol", 0.3)):
+        assert abs(top[word]["estimate"] - share) <= 5 * top[word]["stderr"], top[word]
+    left_out = [r for r in rows if r["stderr"] is None]
+    assert left_out and all(r["estimate"] == 0.0 for r in left_out)
 
 
 def test_reports_fill_the_sketches_and_the_results_rank_the_candidates(

@@ -17,14 +17,16 @@ def _fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _sketch_size(text: str | None) -> tuple[int, int] | None:
-    """--sketch KxM as (hash functions, columns)."""
+def _sketch_size(text: str | None) -> tuple[int, ...] | None:
+    """--sketch KxM (hash functions, columns) or, for rappor, BITSxHASHESxCOHORTS."""
     if text is None:
         return None
-    hashes, sep, columns = text.lower().partition("x")
-    if not sep or not hashes.strip().isdigit() or not columns.strip().isdigit():
-        raise planning.PlanError(f"sketch: expected KxM, like 16x1024, got {text!r}")
-    return int(hashes), int(columns)
+    parts = [part.strip() for part in text.lower().split("x")]
+    if len(parts) not in (2, 3) or not all(p.isdigit() and len(p) <= 6 for p in parts):
+        raise planning.PlanError(
+            f"sketch: expected KxM, like 16x1024 (rappor: 32x2x16), got {text!r}"
+        )
+    return tuple(int(p) for p in parts)
 
 
 @click.command("plan")
@@ -57,7 +59,8 @@ def _sketch_size(text: str | None) -> tuple[int, int] | None:
     default=None,
     metavar="KxM",
     help="With --mechanism hcms or cms: hash functions x columns (default 16x1024 for hcms, "
-    "16x256 for cms); the margin is a text candidate's share.",
+    "16x256 for cms); rappor: bits x hashes x cohorts (default 32x2x16, --options candidates). "
+    "The margin is a text candidate's share.",
 )
 def plan_command(
     epsilon: float,

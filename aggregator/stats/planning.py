@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from deniable.aggregator.stats.estimate import upper_quantile
 from deniable.shared.mechanisms import (
     MAX_EPSILON,
@@ -33,11 +35,14 @@ from deniable.shared.mechanisms import (
     auto,
     from_epsilon,
 )
-from deniable.shared.probability import round_down
-from deniable.shared.sketches import CMS, HCMS
+from deniable.shared.probability import round_down, round_up
+from deniable.shared.sketches import CMS, HCMS, RAPPOR
 from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
-MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi", "hcms", "cms")
+MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi", "hcms", "cms", "rappor")
+#: RAPPOR's planned shape: Bloom bits, hashes, cohorts (the permanent response only, its f
+#: from the epsilon), and the candidates its variance is computed over by default.
+RAPPOR_SHAPE = (32, 2, 16)
 #: A text question's sketch (hash functions, columns) when none is given.
 DEFAULT_SKETCH = {"hcms": (16, 1024), "cms": (16, 256)}
 #: As many options as a survey question may have.
@@ -78,7 +83,7 @@ class Plan:
     chosen: PlanRow
     rows: list[PlanRow]
     width: int | None = None
-    sketch: tuple[int, int] | None = None
+    sketch: tuple[int, ...] | None = None
 
 
 def z_for(confidence: float) -> float:
@@ -186,7 +191,7 @@ def plan(
     confidence: float = 0.95,
     mechanism: str | None = None,
     width: int | None = None,
-    sketch: tuple[int, int] | None = None,
+    sketch: tuple[int, ...] | None = None,
 ) -> Plan:
     """Respondents needed for `margin` (or the margin `respondents` buy), with a comparison.
 
@@ -220,6 +225,8 @@ def plan(
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, [chosen], width
         )
+    if name == "rappor":
+        return _rappor_plan(epsilon, margin, respondents, options, confidence, z, sketch)
     if name in ("hcms", "cms"):
         size = sketch or DEFAULT_SKETCH[name]
         rows = [
@@ -241,9 +248,85 @@ def plan(
     return Plan(epsilon, options, float(confidence), z, margin, respondents, chosen, rows)
 
 
+class _Planned:
+    """A mechanism stand-in for a plan row: p*, q* and a worst variance from a formula."""
+
+    def __init__(self, p_star: float, q_star: float, per_report: float) -> None:
+        self.p_star, self.q_star, self.per_report = p_star, q_star, per_report
+
+    def worst_variance(self, n: int) -> float:
+        return self.per_report / n
+
+
+def rappor_at(epsilon: float, shape: tuple[int, int, int] = RAPPOR_SHAPE) -> RAPPOR:
+    """RAPPOR with the permanent response only (p = 0, q = 1) at (at most) epsilon:
+    epsilon = 2h ln((1 - f/2) / (f/2)), f rounded up."""
+    bits, hashes, cohorts = shape
+    f = round_up(2.0 / (1.0 + math.exp(epsilon / (2 * hashes))))
+    return RAPPOR(k=bits, h=hashes, m=cohorts, f=f, p=Fraction(0), q=Fraction(1))
+
+
+def _rappor_plan(
+    epsilon: float,
+    margin: float | None,
+    respondents: int | None,
+    candidates: int,
+    confidence: float,
+    z: float,
+    shape: tuple[int, ...] | None,
+) -> Plan:
+    """RAPPOR's plan: the largest per-report variance of a candidate's share among `candidates`
+    equally frequent ones, from the decoder itself (it depends on their Bloom bits)."""
+    from deniable.aggregator.stats.sketch_estimate import SketchDecodeError, decoder
+    from deniable.aggregator.stats.sketch_simulate import expected_counts
+
+    if shape is not None and len(shape) != 3:
+        raise PlanError("sketch: for rappor give BITSxHASHESxCOHORTS, like 32x2x16")
+    try:
+        sketch = rappor_at(epsilon, tuple(shape) if shape else RAPPOR_SHAPE)  # type: ignore[arg-type]
+        words = [f"candidate {i}" for i in range(candidates)]
+        found = decoder(sketch, words)
+    except (ValueError, SketchDecodeError) as exc:
+        raise PlanError(f"sketch: {exc}") from None
+    n = 1_000_000
+    shares = np.full(candidates, 1.0 / candidates)
+    counts = expected_counts(sketch, words, shares, n)
+    total = found.first @ counts
+    squares = found.second @ counts + n * (found.cross @ shares)
+    per_report = float(np.max(squares / n - (total / n) ** 2))
+    mech = _Planned(float(sketch.p_star), float(sketch.q_star), per_report)
+    if margin is not None:
+        if not 0 < margin < 1:
+            raise PlanError(f"margin: expected a number between 0 and 1, like 0.01, got {margin!r}")
+        needed = max(2, math.ceil(z * z * per_report / (margin * margin)))
+        row = PlanRow("rappor", mech, needed, None)  # type: ignore[arg-type]
+    else:
+        if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
+            raise PlanError(f"respondents: expected a whole number from 1, got {respondents!r}")
+        row = PlanRow("rappor", mech, None, z * math.sqrt(per_report / respondents))  # type: ignore[arg-type]
+    return Plan(
+        epsilon,
+        candidates,
+        float(confidence),
+        z,
+        margin,
+        respondents,
+        row,
+        [row],
+        None,
+        tuple(shape) if shape else RAPPOR_SHAPE,  # type: ignore[arg-type]
+    )
+
+
 def format_plan(result: Plan) -> str:
     """The plan as text: the comparison table, then the chosen number alone on the last line."""
-    if result.sketch is not None:
+    if result.sketch is not None and result.chosen.name == "rappor":
+        bits, hashes, cohorts = result.sketch  # type: ignore[misc]
+        what = (
+            f"one text candidate's share among {result.options} equally frequent ones, RAPPOR "
+            f"with {bits} bits, {hashes} hashes, {cohorts} cohorts (permanent response only)"
+        )
+    elif result.sketch is not None:
         hashes, columns = result.sketch
         what = (
             f"one text candidate's share with a sketch of {hashes} hash functions x {columns} "
@@ -257,7 +340,12 @@ def format_plan(result: Plan) -> str:
         what = f"{result.options} options"
     lines = [
         f"epsilon {result.epsilon:g}, {what}, confidence {result.confidence:.0%} "
-        f"(z = {result.z:.6f}), worst case over the true distribution",
+        f"(z = {result.z:.6f}), "
+        + (
+            "at equal shares"
+            if result.chosen.name == "rappor"
+            else "worst case over the true distribution"
+        ),
     ]
     if result.margin is not None:
         lines.append(f"respondents needed for a margin of error of ±{result.margin:g}:")
@@ -271,7 +359,7 @@ def format_plan(result: Plan) -> str:
         mark = "  <- chosen" if r is result.chosen else ""
         p, q = float(r.mechanism.p_star), float(r.mechanism.q_star)
         lines.append(f"  {r.name:<12} {p:>8.4f} {q:>8.4f} {value}{mark}")
-    if result.sketch is not None:
+    if result.sketch is not None and result.chosen.name != "rappor":
         hashes, columns = result.sketch
         lines.append(
             f"  a sketch of {hashes} x {columns} keeps {2 * hashes * columns:,} counters (hcms; "

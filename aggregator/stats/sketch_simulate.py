@@ -71,3 +71,18 @@ def simulate_counts(
     return np.stack(
         [counts_of(sk, words, rng.choice(len(words), size=n, p=shares), rng) for _ in range(trials)]
     ).astype(np.float64)
+
+
+def expected_counts(sk: Sketch, words: list[str], shares: np.ndarray, n: int) -> np.ndarray:
+    """The counters' expected values for n respondents answering `words` with `shares`."""
+    shares = np.asarray(shares, dtype=np.float64)
+    if isinstance(sk, RAPPOR):
+        k, m = sk.k, sk.m
+        ones = np.zeros((m, k))
+        for c in range(m):
+            for share, word in zip(shares, words, strict=True):
+                bits = np.full(k, float(sk.unset_one))
+                bits[list(bloom_bits(c, word, sk.h, k))] = float(sk.set_one)
+                ones[c] += share * bits
+        return np.concatenate([(n / m) * ones.ravel(), np.full(m, n / m)])
+    raise TypeError(f"expected counts of {type(sk).__name__} are not needed by the planner")

@@ -119,3 +119,30 @@ def test_text_plans_a_candidates_share_and_compares_the_sketches() -> None:
     assert code == 1 and "power of two" in err
     code, _, err = run("--epsilon", "1", "--margin", "0.05", "--sketch", "16x64")
     assert code == 1 and "only with --mechanism hcms or cms" in err
+
+
+def test_rappor_plans_from_its_decoder_and_the_simulated_error_agrees() -> None:
+    import numpy as np
+
+    from deniable.aggregator.stats import planning
+    from deniable.aggregator.stats.estimate import z_value
+    from deniable.aggregator.stats.sketch_estimate import decoder
+    from deniable.aggregator.stats.sketch_simulate import simulate_counts
+
+    code, out, _ = run("--epsilon", "2", "--margin", "0.01", "--mechanism", "rappor",
+                       "--options", "20")  # fmt: skip
+    assert code == 0 and "RAPPOR with 32 bits, 2 hashes, 16 cohorts" in out
+    needed = int(out.strip().splitlines()[-1])
+    per_report = needed * 0.01**2 / Z**2  # the planned largest variance of one report's term
+    sketch = planning.rappor_at(2.0)
+    assert sketch.epsilon <= 2.0
+    words = [f"candidate {i}" for i in range(20)]
+    counts = simulate_counts(sketch, words, np.full(20, 0.05), 5000, 400, seed=5)
+    est, *_ = decoder(sketch, words).estimate(5000, counts, z_value(0.95))
+    observed = est.var(axis=0, ddof=1) * 5000  # per report, each candidate
+    # The plan takes the largest candidate's variance; the simulated ones lie at or below it
+    # (400 surveys: a variance is known to about 7%).
+    assert observed.max() <= per_report * 1.25 and observed.mean() >= per_report * 0.5
+    code, _, err = run("--epsilon", "2", "--margin", "0.01", "--mechanism", "rappor",
+                       "--sketch", "4x1x1", "--options", "20")  # fmt: skip
+    assert code == 1 and "cannot tell" in err

@@ -307,7 +307,25 @@ class GRR(Mechanism):
         return self.p_star if encoded == index else self.q_star
 
 
-class OUE(Mechanism):
+class _BitString(Mechanism):
+    """An answer that is a string of k '0'/'1', character i for option i (oue, multi)."""
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
+            raise ValueError(
+                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
+            )
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
+
+    def outputs(self) -> Iterator[Encoded]:
+        for bits in product("01", repeat=self.k):
+            yield "".join(bits)
+
+
+class OUE(_BitString):
     """(Optimized) unary encoding: one bit per option; the true option's bit is 1 with
     probability p (1/2 when optimized), every other bit with probability q = 1/(e^eps + 1).
     The report is a string of k characters '0'/'1', character i for option i."""
@@ -350,20 +368,6 @@ class OUE(Mechanism):
         own = "1" if self._p.flip() else "0"
         return bits[:index] + own + bits[index + 1 :]
 
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
-            raise ValueError(
-                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
-            )
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
-
-    def outputs(self) -> Iterator[Encoded]:
-        for bits in product("01", repeat=self.k):
-            yield "".join(bits)
-
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         prob = Fraction(1)
         for i, c in enumerate(str(encoded)):
@@ -372,18 +376,11 @@ class OUE(Mechanism):
         return prob
 
 
-class Plain(Mechanism):
-    """`none`: a plain question, sent exactly as answered (a covariate such as an age group).
-
-    Nothing is randomized, so p* = 1, q* = 0 and the question has no epsilon: it protects
-    nothing and adds nothing to a survey's (DESIGN: its epsilon is null). Respondents are told
-    so before anything is sent."""
+class _SentAsAnswered:
+    """What every plain (`none`) mechanism shares: nothing is randomized, so p* = 1, q* = 0,
+    no epsilon (it protects nothing and adds nothing to a survey's) and no parameters."""
 
     name = "none"
-
-    def __init__(self, k: int, *, binary: bool = False) -> None:
-        super().__init__(k)
-        self.binary = binary  # type: ignore[misc]
 
     @property
     def p_star(self) -> Fraction:
@@ -399,6 +396,18 @@ class Plain(Mechanism):
 
     def params(self) -> dict[str, Fraction]:
         return {}
+
+
+class Plain(_SentAsAnswered, Mechanism):
+    """`none`: a plain question, sent exactly as answered (a covariate such as an age group).
+
+    Nothing is randomized, so p* = 1, q* = 0 and the question has no epsilon: it protects
+    nothing and adds nothing to a survey's (DESIGN: its epsilon is null). Respondents are told
+    so before anything is sent."""
+
+    def __init__(self, k: int, *, binary: bool = False) -> None:
+        super().__init__(k)
+        self.binary = binary  # type: ignore[misc]
 
     def randomize(self, index: int) -> Encoded:
         return index
@@ -473,31 +482,15 @@ class OneBit(_BinaryMechanism):
         return one if encoded == 1 else 1 - one
 
 
-class PlainInteger(Mechanism):
+class PlainInteger(_SentAsAnswered, Mechanism):
     """`none` for an integer question: the number is sent as given. Tallied as a histogram (one
     slot per value from min to max), which gives the sample mean and its standard error."""
 
-    name = "none"
     binary = False
 
     def __init__(self, *, low: int, high: int) -> None:
         super().__init__(high - low + 1)
         self.low, self.high = low, high
-
-    @property
-    def p_star(self) -> Fraction:
-        return Fraction(1)
-
-    @property
-    def q_star(self) -> Fraction:
-        return Fraction(0)
-
-    @property
-    def epsilon(self) -> float | None:  # type: ignore[override]
-        return None
-
-    def params(self) -> dict[str, Fraction]:
-        return {}
 
     def randomize(self, index: Truth) -> Encoded:
         return self.low + int(index)  # type: ignore[arg-type]
@@ -522,24 +515,10 @@ class PlainInteger(Mechanism):
         return f"PlainInteger({self.low}..{self.high}, sent as answered)"
 
 
-class _Selection(Mechanism):
+class _Selection(_BitString):
     """A "select all that apply" answer: a string of k '0'/'1', character i for option i."""
 
     binary = False
-
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
-            raise ValueError(
-                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
-            )
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
-
-    def outputs(self) -> Iterator[Encoded]:
-        for bits in product("01", repeat=self.k):
-            yield "".join(bits)
 
     def probability(self, encoded: Encoded, index: Truth) -> Fraction:  # type: ignore[override]
         """P[report = encoded | the selected set is `index`] (a set of option indices)."""
@@ -597,25 +576,8 @@ class MultiRR(_Selection):
         return "".join(c if i in chosen else ("0" if c == "1" else "1") for i, c in enumerate(kept))
 
 
-class PlainSelection(_Selection):
+class PlainSelection(_SentAsAnswered, _Selection):
     """`none` for a multi question: the selected options are sent as given."""
-
-    name = "none"
-
-    @property
-    def p_star(self) -> Fraction:
-        return Fraction(1)
-
-    @property
-    def q_star(self) -> Fraction:
-        return Fraction(0)
-
-    @property
-    def epsilon(self) -> float | None:  # type: ignore[override]
-        return None
-
-    def params(self) -> dict[str, Fraction]:
-        return {}
 
     def randomize(self, index: Truth) -> Encoded:
         chosen = index if isinstance(index, frozenset) else frozenset({index})

@@ -484,6 +484,8 @@ class Question:
             message = str(exc)
             if message.startswith("epsilon:"):
                 raise _fail(f"{where}epsilon", message.removeprefix("epsilon:").strip()) from None
+            if message.startswith(field_name):  # already names its field
+                raise SurveyError(message) from None
             raise _fail(field_name, message.removeprefix(f"{requested}:").strip()) from None
         if epsilon is not None and not math.isclose(
             epsilon, sketch.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE
@@ -495,7 +497,10 @@ class Question:
             )
         for key, exact in (("p_star", sketch.p_star), ("q_star", sketch.q_star)):
             if key in doc:
-                given = parse_probability(doc[key], field=f"{where}{key}")
+                try:
+                    given = parse_probability(doc[key], field=f"{where}{key}")
+                except ValueError as exc:
+                    raise SurveyError(str(exc)) from None
                 if given != exact:
                     raise _fail(
                         f"{where}{key}",

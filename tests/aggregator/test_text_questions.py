@@ -94,6 +94,10 @@ def _question(**changes: Any) -> dict[str, Any]:
         (_question(candidates="lagos"), "questions[0].candidates", "list"),
         (_question(epsilon=None), "questions[0].epsilon", "missing"),
         (_question(epsilon=30), "questions[0].epsilon", "expected a number in"),
+        (_question(q_star="\r 41211\r"), "questions[0].q_star", "probability"),
+        (_question(p_star="0.5"), "questions[0].p_star", "does not match"),
+        (_question(hcms={"k": 16, "m": 64, "keep": "+37. "}), "questions[0].hcms.keep", ""),
+        (_question(hcms={"k": 16.0, "m": 64}), "questions[0].hcms.k", "whole number"),
     ],
 )
 def test_bad_text_questions_are_refused_naming_the_field(doc: dict, field: str, words: str):

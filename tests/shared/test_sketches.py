@@ -10,8 +10,11 @@ from fractions import Fraction as F
 from itertools import product
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chi2
 
+from deniable.shared import Survey, SurveyError
 from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 from deniable.shared.text import bloom_bits, normalize_text, sketch_column, text_hash
 
@@ -192,3 +195,31 @@ def test_the_checks_catch_a_keep_off_by_0_02() -> None:
         for j, row, b in (wrong.randomize("kano") for _ in range(DRAWS))
     )
     assert not _within(kept, DRAWS, m.keep)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+FIELDS = st.sampled_from(["hcms", "cms", "rappor", "candidates", "epsilon", "p_star", "q_star"])
+SMALL = st.integers(0, 70) | st.sampled_from(["1/2", "0.75", "3/4", "+1.", " 2 "])
+PARAMS = st.dictionaries(st.sampled_from(["k", "m", "h", "f", "p", "q", "keep", "x"]), SMALL)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mechanism=st.sampled_from(["hcms", "cms", "rappor", "grr", None]),
+    fields=st.dictionaries(FIELDS, JSON | PARAMS, max_size=4),
+)
+def test_any_text_question_document_is_a_survey_or_a_survey_error(mechanism, fields) -> None:
+    question = {"id": "q", "text": "Q?", "type": "text", **fields}
+    if mechanism is not None:
+        question["mechanism"] = mechanism
+    try:
+        survey = Survey.from_dict({"id": "s", "title": "S", "questions": [question]})
+    except SurveyError:
+        return
+    assert Survey.from_dict(survey.to_dict()).hash == survey.hash

@@ -19,7 +19,7 @@ BATCH = 1000
 
 #: The true population, per demo survey and question: option shares; for an integer question
 #: value -> share; for a multi question each option's chance of being selected.
-DEMO_TRUTHS: dict[str, dict[str, dict[str, float]]] = {
+DEMO_TRUTHS: dict[str, dict[str, dict[str, Any]]] = {
     "demo-habits": {
         "smokes": {"no": 0.8, "yes": 0.2},
         "cheated": {"no": 0.65, "yes": 0.35},
@@ -29,6 +29,10 @@ DEMO_TRUTHS: dict[str, dict[str, dict[str, float]]] = {
     "demo-numbers": {
         "drinks": {"0": 0.3, "2": 0.25, "5": 0.2, "10": 0.15, "20": 0.1},  # mean 5
         "used": {"cannabis": 0.35, "ecstasy": 0.08, "LSD": 0.05, "mushrooms": 0.1},
+        "town": {
+            "zipf": 1.1,
+            "words": ["Lagos", "Kano", "Ibadan", "Abuja", "Port Harcourt", "Jos"],
+        },
         "age": {"25": 0.3, "40": 0.3, "60": 0.25, "80": 0.15},
         "region": {"north": 0.3, "south": 0.3, "east": 0.2, "west": 0.2},
     },

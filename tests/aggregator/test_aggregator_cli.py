@@ -127,6 +127,7 @@ def test_demo_fills_once(runner, auth, client):
     assert numbers["n"] == 120 and [q["type"] for q in numbers["questions"]] == [
         "integer",
         "multi",
+        "text",
         "integer",
         "categorical",
     ]

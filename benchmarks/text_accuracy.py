@@ -155,13 +155,11 @@ def run_point(mechanism: str, epsilon: float, domain: int, n: int, trials: int, 
     mine, theirs, covered = [], [], []
     for _ in range(trials):
         answers = rng.choice(domain, size=n, p=truth)
-        shares = np.bincount(answers, minlength=domain) / n  # the sample's own shares
         counts = counts_of(sketch, words, answers, rng).astype(np.float64)
         est, _, low, high = decode.estimate(n, counts, z)
         mine.append(np.mean((est - truth) ** 2))
         covered.append(np.mean((low <= truth) & (truth <= high)))
         theirs.append(np.mean((peer_estimates(mechanism, sketch, answers, domain) - truth) ** 2))
-        del shares
     return {
         "mechanism": mechanism,
         "epsilon": epsilon,

@@ -181,7 +181,32 @@ class _BinaryMechanism(Mechanism):
         return math.log(max(p / q, (1 - q) / (1 - p)))
 
 
-class RR(_BinaryMechanism):
+def warner_keep(epsilon: float) -> Fraction:
+    """Warner's keep at epsilon, e^eps / (1 + e^eps), rounded down (towards privacy)."""
+    return round_down(1.0 / (1.0 + math.exp(-epsilon)))
+
+
+class KeepOrFlip:
+    """What rr, onebit, multi's per-option rr, cms and hcms share: a bit that is the truth's
+    with probability `keep` (p*) and flipped otherwise (q* = 1 - keep), keep above 1/2."""
+
+    keep: Fraction
+
+    def _take_keep(self, keep: Fraction, name: str) -> None:
+        if not HALF < keep < 1:
+            raise ValueError(f"{name}.keep must lie strictly between 1/2 and 1, got {keep}")
+        self.keep = Fraction(keep)
+
+    @property
+    def p_star(self) -> Fraction:
+        return self.keep
+
+    @property
+    def q_star(self) -> Fraction:
+        return 1 - self.keep
+
+
+class RR(KeepOrFlip, _BinaryMechanism):
     """Warner's randomized response: keep the true answer with probability `keep`, else flip it.
 
     From epsilon, keep = e^eps / (1 + e^eps), rounded down (towards more privacy) to 12 decimals.
@@ -191,24 +216,14 @@ class RR(_BinaryMechanism):
 
     def __init__(self, *, keep: Fraction) -> None:
         super().__init__()
-        if not HALF < keep < 1:
-            raise ValueError(f"rr.keep must lie strictly between 1/2 and 1, got {keep}")
-        self.keep = Fraction(keep)
+        self._take_keep(keep, "rr")
         self._keep = Coin(self.keep)
 
     @classmethod
     def from_epsilon(cls, *, epsilon: float) -> RR:
         """The rr mechanism at (at most) `epsilon`."""
         _check_epsilon(epsilon, "epsilon")
-        return cls(keep=round_down(1.0 / (1.0 + math.exp(-epsilon))))
-
-    @property
-    def p_star(self) -> Fraction:
-        return self.keep
-
-    @property
-    def q_star(self) -> Fraction:
-        return 1 - self.keep
+        return cls(keep=warner_keep(epsilon))
 
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
@@ -431,7 +446,7 @@ class Plain(_SentAsAnswered, Mechanism):
         return f"Plain(k={self.k}, sent as answered)"
 
 
-class OneBit(_BinaryMechanism):
+class OneBit(KeepOrFlip, _BinaryMechanism):
     """Microsoft's 1BitMean (Ding, Kulkarni & Yekhanin 2017) for a number in [min, max]: send
     one bit, 1 with probability q* + (p* - q*) (x - min) / (max - min), an exact fraction.
 
@@ -443,24 +458,14 @@ class OneBit(_BinaryMechanism):
 
     def __init__(self, *, low: int, high: int, keep: Fraction) -> None:
         super().__init__()
-        if not HALF < keep < 1:
-            raise ValueError(f"onebit.keep must lie strictly between 1/2 and 1, got {keep}")
+        self._take_keep(keep, "onebit")
         self.low, self.high = low, high
-        self.keep = Fraction(keep)
 
     @classmethod
     def from_epsilon(cls, *, low: int, high: int, epsilon: float) -> OneBit:
         """The onebit mechanism over [low, high] at (at most) `epsilon`."""
         _check_epsilon(epsilon, "epsilon")
-        return cls(low=low, high=high, keep=round_down(1.0 / (1.0 + math.exp(-epsilon))))
-
-    @property
-    def p_star(self) -> Fraction:
-        return self.keep
-
-    @property
-    def q_star(self) -> Fraction:
-        return 1 - self.keep
+        return cls(low=low, high=high, keep=warner_keep(epsilon))
 
     @property
     def epsilon(self) -> float:
@@ -531,7 +536,7 @@ class _Selection(_BitString):
         return prob
 
 
-class MultiRR(_Selection):
+class MultiRR(KeepOrFlip, _Selection):
     """`rr` for a multi question: each option's "selected?" is Warner's randomized response at
     eps/k, independently, so any change of the selected set costs at most eps in total."""
 
@@ -539,9 +544,7 @@ class MultiRR(_Selection):
 
     def __init__(self, k: int, *, keep: Fraction) -> None:
         super().__init__(k)
-        if not HALF < keep < 1:
-            raise ValueError(f"rr.keep must lie strictly between 1/2 and 1, got {keep}")
-        self.keep = Fraction(keep)
+        self._take_keep(keep, "rr")
         self._keep = Coin(self.keep)
 
     @classmethod
@@ -553,15 +556,7 @@ class MultiRR(_Selection):
                 f"epsilon: {epsilon!r} over {k} options leaves {epsilon / k:.2g} per option, "
                 f"below {MIN_EPSILON}; give at least {MIN_EPSILON * k:g}"
             )
-        return cls(k, keep=round_down(1.0 / (1.0 + math.exp(-epsilon / k))))
-
-    @property
-    def p_star(self) -> Fraction:
-        return self.keep
-
-    @property
-    def q_star(self) -> Fraction:
-        return 1 - self.keep
+        return cls(k, keep=warner_keep(epsilon / k))
 
     @property
     def epsilon(self) -> float:

@@ -19,12 +19,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from deniable.shared.mechanisms import HALF, MAX_EPSILON, MIN_EPSILON
+from deniable.shared.mechanisms import MAX_EPSILON, MIN_EPSILON, KeepOrFlip, warner_keep
 from deniable.shared.probability import (
     Coin,
     format_probability,
     parse_probability,
-    round_down,
     uniform_index,
 )
 from deniable.shared.text import bloom_bits, sketch_column
@@ -146,7 +145,7 @@ class Sketch(ABC):
         return self.counters(encoded)
 
 
-class CMS(Sketch):
+class CMS(KeepOrFlip, Sketch):
     """Apple's count-mean sketch: pick j < k, mark column H(j:text) mod m of m bits, then flip
     every bit with probability 1/(1 + e^(eps/2)). Two bits differ between any two texts, so
     the report is eps-LDP with keep = e^(eps/2)/(1 + e^(eps/2)) rounded down."""
@@ -157,27 +156,18 @@ class CMS(Sketch):
         if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH:
             raise ValueError(f"cms: k from 1 to {MAX_HASHES} and m from 2 to {MAX_WIDTH}")
         _check_cells("cms", k * m, "k x m")
-        if not HALF < keep < 1:
-            raise ValueError(f"cms.keep must lie strictly between 1/2 and 1, got {keep}")
-        self.k, self.m, self.keep = k, m, Fraction(keep)
+        self._take_keep(keep, "cms")
+        self.k, self.m = k, m
         self._marked, self._unmarked = Coin(self.keep), Coin(1 - self.keep)
 
     @classmethod
     def from_epsilon(cls, *, k: int, m: int, epsilon: float) -> CMS:
         half = _check_epsilon(epsilon) / 2
-        return cls(k=k, m=m, keep=round_down(1.0 / (1.0 + math.exp(-half))))
+        return cls(k=k, m=m, keep=warner_keep(half))
 
     @property
     def epsilon(self) -> float:
         return 2 * math.log(self.keep / (1 - self.keep))
-
-    @property
-    def p_star(self) -> Fraction:
-        return self.keep
-
-    @property
-    def q_star(self) -> Fraction:
-        return 1 - self.keep
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
@@ -218,7 +208,7 @@ class CMS(Sketch):
         return (*(base + i for i, c in enumerate(bits) if c == "1"), self.k * self.m + j)
 
 
-class HCMS(Sketch):
+class HCMS(KeepOrFlip, Sketch):
     """Apple's Hadamard count-mean sketch: pick j < k and l < m (m a power of two); the bit is
     1 when (-1)^popcount(l & H(j:text) mod m) is +1, kept with probability e^eps/(1 + e^eps)
     (rounded down) and flipped otherwise. One bit a report: eps = ln(keep / (1 - keep))."""
@@ -232,27 +222,18 @@ class HCMS(Sketch):
                 f"k={k}, m={m}"
             )
         _check_cells("hcms", k * m, "k x m")
-        if not HALF < keep < 1:
-            raise ValueError(f"hcms.keep must lie strictly between 1/2 and 1, got {keep}")
-        self.k, self.m, self.keep = k, m, Fraction(keep)
+        self._take_keep(keep, "hcms")
+        self.k, self.m = k, m
         self._keep = Coin(self.keep)
 
     @classmethod
     def from_epsilon(cls, *, k: int, m: int, epsilon: float) -> HCMS:
         eps = _check_epsilon(epsilon)
-        return cls(k=k, m=m, keep=round_down(1.0 / (1.0 + math.exp(-eps))))
+        return cls(k=k, m=m, keep=warner_keep(eps))
 
     @property
     def epsilon(self) -> float:
         return math.log(self.keep / (1 - self.keep))
-
-    @property
-    def p_star(self) -> Fraction:
-        return self.keep
-
-    @property
-    def q_star(self) -> Fraction:
-        return 1 - self.keep
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}

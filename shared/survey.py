@@ -135,6 +135,43 @@ def format_timestamp(moment: datetime) -> str:
     return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
 
 
+def _refuse_stray_parameters(doc: Mapping[str, Any], requested: str, where: str) -> None:
+    """Another mechanism's parameters beside the chosen one are a mistake worth naming."""
+    stray = sorted((set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)) & set(doc) - {requested})
+    if stray:
+        raise _fail(
+            f"{where}{stray[0]}",
+            f"parameters of {stray[0]!r} given, but the mechanism is {requested!r}",
+        )
+
+
+def _check_stated(
+    doc: Mapping[str, Any], epsilon: object, randomizer: Mechanism | Sketch, where: str
+) -> None:
+    """An epsilon, p_star or q_star the document states must be the resolved mechanism's."""
+    if epsilon is not None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+            raise _fail(f"{where}epsilon", f"expected a number, got {epsilon!r}")
+        exact_epsilon = float(randomizer.epsilon)  # type: ignore[arg-type]
+        if not math.isclose(epsilon, exact_epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE):
+            raise _fail(
+                f"{where}epsilon",
+                f"{epsilon!r} does not match the mechanism's parameters, which give "
+                f"{exact_epsilon:.6g}; give one or the other",
+            )
+    for key, exact in (("p_star", randomizer.p_star), ("q_star", randomizer.q_star)):
+        if key in doc:
+            try:
+                given = parse_probability(doc[key], field=f"{where}{key}")
+            except ValueError as exc:
+                raise SurveyError(str(exc)) from None
+            if given != exact:
+                raise _fail(
+                    f"{where}{key}",
+                    f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
+                )
+
+
 @dataclass(frozen=True, eq=False)
 class Question:
     """One resolved question: its options and the mechanism that randomizes its answer."""
@@ -390,12 +427,7 @@ class Question:
                 f"{where}mechanism",
                 f"{requested!r} does not fit a {qtype} question; allowed: {', '.join(names)}",
             )
-        stray = sorted((set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)) & set(doc) - {requested})
-        if stray:
-            raise _fail(
-                f"{where}{stray[0]}",
-                f"parameters of {stray[0]!r} given, but the mechanism is {requested!r}",
-            )
+        _refuse_stray_parameters(doc, requested, where)
         epsilon = doc.get("epsilon")
         try:
             if requested == mech.PLAIN:
@@ -427,26 +459,7 @@ class Question:
             if message.startswith("epsilon:"):
                 raise _fail(f"{where}epsilon", message.removeprefix("epsilon:").strip()) from None
             raise SurveyError(message) from None
-        if epsilon is not None:
-            if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-                raise _fail(f"{where}epsilon", f"expected a number, got {epsilon!r}")
-            if not math.isclose(epsilon, randomizer.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE):
-                raise _fail(
-                    f"{where}epsilon",
-                    f"{epsilon!r} does not match the mechanism's parameters, which give "
-                    f"{randomizer.epsilon:.6g}; give one or the other",
-                )
-        for key, exact in (("p_star", randomizer.p_star), ("q_star", randomizer.q_star)):
-            if key in doc:
-                try:
-                    given = parse_probability(doc[key], field=f"{where}{key}")
-                except ValueError as exc:
-                    raise SurveyError(str(exc)) from None
-                if given != exact:
-                    raise _fail(
-                        f"{where}{key}",
-                        f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
-                    )
+        _check_stated(doc, epsilon, randomizer, where)
         return cls(qid, text or "", qtype, options, randomizer, requested, low, high)
 
     @classmethod
@@ -461,12 +474,7 @@ class Question:
                 f"{where}mechanism",
                 f"{requested!r} does not fit a text question; allowed: {', '.join(names)}",
             )
-        stray = sorted((set(mech.PARAMETERS) | set(SKETCH_DEFAULTS)) & set(doc) - {requested})
-        if stray:
-            raise _fail(
-                f"{where}{stray[0]}",
-                f"parameters of {stray[0]!r} given, but the mechanism is {requested!r}",
-            )
+        _refuse_stray_parameters(doc, requested, where)
         field_name = f"{where}{requested}"
         raw = doc.get(requested, {})
         if not isinstance(raw, dict):
@@ -487,25 +495,7 @@ class Question:
             if message.startswith(field_name):  # already names its field
                 raise SurveyError(message) from None
             raise _fail(field_name, message.removeprefix(f"{requested}:").strip()) from None
-        if epsilon is not None and not math.isclose(
-            epsilon, sketch.epsilon, rel_tol=0, abs_tol=EPSILON_TOLERANCE
-        ):
-            raise _fail(
-                f"{where}epsilon",
-                f"{epsilon!r} does not match the mechanism's parameters, which give "
-                f"{sketch.epsilon:.6g}; give one or the other",
-            )
-        for key, exact in (("p_star", sketch.p_star), ("q_star", sketch.q_star)):
-            if key in doc:
-                try:
-                    given = parse_probability(doc[key], field=f"{where}{key}")
-                except ValueError as exc:
-                    raise SurveyError(str(exc)) from None
-                if given != exact:
-                    raise _fail(
-                        f"{where}{key}",
-                        f"{doc[key]!r} does not match the mechanism's {format_probability(exact)}",
-                    )
+        _check_stated(doc, epsilon, sketch, where)
         candidates = cls._candidates_of(doc.get("candidates", []), f"{where}candidates")
         return cls(qid, text, "text", candidates, sketch, requested)
 

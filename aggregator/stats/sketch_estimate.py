@@ -167,11 +167,7 @@ def _cms_decoder(sketch: CMS, candidates: Sequence[str], joint: bool) -> Decoder
 
 def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
     k, m, d = sketch.k, sketch.m, len(candidates)
-    bloom = np.zeros((m * k, d))
-    sets = [[sorted(bloom_bits(c, cand, sketch.h, k)) for cand in candidates] for c in range(m)]
-    for c in range(m):
-        for i, bits in enumerate(sets[c]):
-            bloom[[c * k + b for b in bits], i] = 1.0
+    bloom = _bloom_matrix(sketch, candidates)
     if np.linalg.matrix_rank(bloom) < d:
         raise SketchDecodeError(
             "the Bloom filters cannot tell these candidates apart; use more bits or cohorts"
@@ -189,8 +185,8 @@ def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
         block = lsq[:, c * k : (c + 1) * k]
         first[:, m * k + c] = -ps * block.sum(axis=1) / gap
         second[:, m * k + c] = (block * block).sum(axis=1) * ps**2 / gap**2
-        for i, bits in enumerate(sets[c]):
-            inside = block[:, bits]
+        for i in range(d):
+            inside = block[:, np.flatnonzero(bloom[c * k : (c + 1) * k, i])]
             # Two set bits of one report: x_a x_b has expectation 1 when both are in the
             # truth's Bloom filter; the cohort holds 1/m of the reports.
             cross[:, i] += ((inside.sum(axis=1)) ** 2 - (inside * inside).sum(axis=1)) / m

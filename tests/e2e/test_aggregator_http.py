@@ -96,7 +96,8 @@ def test_hundreds_of_clients_recover_the_truth_and_a_restart_keeps_every_count(
     for question in doc["questions"]:
         for option in question["options"]:
             true_share = TRUTH[question["id"]][option["option"]]
-            assert abs(option["estimate"] - true_share) <= 4.5 * option["stderr"], (
+            # 5.5 standard errors: below 4e-6 for the 11 options together (exact, with oue's skew).
+            assert abs(option["estimate"] - true_share) <= 5.5 * option["stderr"], (
                 question["id"],
                 option,
             )

@@ -18,7 +18,7 @@ from deniable.shared.probability import format_probability
 from tests.aggregator.conftest import NUMBERS_DOC
 
 #: A correct sampler fails one of these checks with probability well below 1e-4 in all.
-SE_BOUND = 4.5
+SE_BOUND = 5
 ALPHA = 1e-6
 
 

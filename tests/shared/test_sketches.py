@@ -19,7 +19,7 @@ from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 from deniable.shared.text import bloom_bits, normalize_text, sketch_column, text_hash
 
 DRAWS = 100_000
-SE_BOUND = 4.5
+SE_BOUND = 5
 ALPHA = 1e-6
 
 

@@ -123,6 +123,34 @@ SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
     "TRUSTED_PROXIES": ("DENIABLE_TRUSTED_PROXIES", _whole("DENIABLE_TRUSTED_PROXIES", 0, 5), 0),
     # Raw reports older than this many days are purged (tallies and n stay); None keeps them.
     "RETENTION_DAYS": ("DENIABLE_RETENTION_DAYS", _whole("DENIABLE_RETENTION_DAYS", 1), None),
+    # Work one request may ask for, checked before it starts (stats/limits.py, docs/security.md).
+    "MAX_MODEL_COLUMNS": (
+        "DENIABLE_MAX_MODEL_COLUMNS",
+        _whole("DENIABLE_MAX_MODEL_COLUMNS", 1, 100_000),
+        200,
+    ),
+    "MAX_MODEL_CELLS": (
+        "DENIABLE_MAX_MODEL_CELLS",
+        _whole("DENIABLE_MAX_MODEL_CELLS", 1),
+        20_000_000,
+    ),
+    "MAX_DECODER_CELLS": (
+        "DENIABLE_MAX_DECODER_CELLS",
+        _whole("DENIABLE_MAX_DECODER_CELLS", 1),
+        8_000_000,
+    ),
+    "DECODER_CACHE_BYTES": (
+        "DENIABLE_DECODER_CACHE_BYTES",
+        _whole("DENIABLE_DECODER_CACHE_BYTES", 0),
+        256 * 1024 * 1024,
+    ),
+    # At most the survey format's own maximum (shared/survey.py MAX_QUESTIONS): only lowers it.
+    "MAX_QUESTIONS": ("DENIABLE_MAX_QUESTIONS", _whole("DENIABLE_MAX_QUESTIONS", 1, 100), 100),
+    "MAX_SURVEY_SKETCH_CELLS": (
+        "DENIABLE_MAX_SURVEY_SKETCH_CELLS",
+        _whole("DENIABLE_MAX_SURVEY_SKETCH_CELLS", 1),
+        262_144,
+    ),
 }
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from deniable.aggregator import credentials
 from deniable.aggregator.ingest import SURVEYS
-from deniable.aggregator.stats.estimate import results_document
+from deniable.aggregator.stats.estimate import check_decoder, results_document
+from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits, check
 from deniable.aggregator.stats.sketch_estimate import SketchDecodeError
 from deniable.aggregator.stats.sketch_estimate import decoder as sketch_decoder
 from deniable.aggregator.store import Store, SurveyRecord
@@ -65,12 +66,49 @@ def summary(record: SurveyRecord) -> dict[str, Any]:
     }
 
 
-def create_survey(store: Store, doc: object) -> tuple[SurveyRecord, bool]:
+def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None:
+    """SurveyError (422) naming the limit and its setting if the survey has more questions,
+    more sketch counters in all, or text candidates needing a larger decoder than `limits`
+    allow: checked before anything is stored or decoded."""
+    questions = list(survey.questions.values())
+    counters = sum(q.k for q in questions if q.type == "text")
+    try:
+        check(
+            len(questions),
+            limits.max_questions,
+            "max_questions",
+            f"questions: the survey has {len(questions):,} questions",
+        )
+        # A text question's tally is its sketch's counters (the store keeps a row for each,
+        # and every batch of reports adds to them): their sum bounds a survey's tallies.
+        check(
+            counters,
+            limits.max_survey_sketch_cells,
+            "max_survey_sketch_cells",
+            f"questions: the survey's text questions have {counters:,} sketch counters in all "
+            "(hcms: 2 k m each, cms: k m + k, rappor: m k + m)",
+        )
+    except LimitError as exc:
+        raise SurveyError(str(exc)) from None
+    for i, question in enumerate(questions):
+        if question.type == "text" and question.candidates:
+            # Every results request decodes the survey's own candidates.
+            try:
+                check_decoder(question, len(question.candidates), limits, status=422)
+            except LimitError as exc:
+                raise SurveyError(f"questions[{i}].candidates: {exc}") from None
+
+
+def create_survey(
+    store: Store, doc: object, limits: Limits = DEFAULT_LIMITS
+) -> tuple[SurveyRecord, bool]:
     """Validate, resolve and store a survey document; (the record, whether it is new).
 
     The same document again is not an error (the record comes back, not new); another survey
-    under an existing id is ActionError 409. An invalid document raises SurveyError."""
+    under an existing id is ActionError 409. An invalid document, or one over `limits`,
+    raises SurveyError."""
     survey = Survey.from_dict(doc)
+    check_survey_limits(survey, limits)
     for i, question in enumerate(survey.questions.values()):
         if question.type == "text" and question.candidates and question.mechanism != "rappor":
             # Results must be computable: a count-mean sketch has to tell the candidates apart
@@ -216,10 +254,11 @@ def results(
     confidence: float = 0.95,
     simultaneous: bool = False,
     candidates: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """The results JSON of a survey, from its tallies (cost independent of the number of
     reports); `candidates` adds rows to its text questions (ActionError 422 if a sketch cannot
-    tell them apart)."""
+    tell them apart, 413 if their decoder is over `limits`)."""
     record = survey_or_404(store, survey_id)
     survey = SURVEYS.survey(record)
     n, support = store.tallies(survey_id)
@@ -231,6 +270,9 @@ def results(
             confidence=confidence,
             simultaneous=simultaneous,
             candidates=candidates,
+            limits=limits,
         )
+    except LimitError as exc:
+        raise ActionError(exc.status, str(exc)) from None
     except ValueError as exc:
         raise ActionError(422, str(exc)) from None

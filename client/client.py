@@ -20,7 +20,7 @@ from deniable.client.errors import (
 from deniable.client.explain import explain_survey
 from deniable.client.http import DEFAULT_TIMEOUT, Api, Outcome, make_session
 from deniable.client.keys import KeyStore
-from deniable.client.ledger import Ledger, StoredReport
+from deniable.client.ledger import Ledger, StoredReport, utc_now
 from deniable.client.receipt import Receipt, Status
 from deniable.client.urls import normalize_url
 from deniable.shared.errors import SurveyError
@@ -189,6 +189,8 @@ class Client:
             if outcome.result in ("accepted", "duplicate"):
                 return self._record(resent, outcome, repeated=True)
             return self._receipt(stored, None, repeated=True)
+        if (waiting := _waiting(stored)) is not None:
+            return self._receipt(stored, waiting, repeated=True)
         if invitation:
             survey = api.fetch_survey(stored.entry.survey)
             if survey.enrollment == "invite":
@@ -231,11 +233,15 @@ class Client:
     # -- outbox and ledger ---------------------------------------------------------------------
     def sync(self) -> list[Receipt]:
         """Send every report waiting in the outbox (to whichever server it belongs); one
-        receipt each. Never raises for a report the server rejects or cannot take now."""
+        receipt each. Never raises for a report the server rejects or cannot take now. A
+        report whose server asked (Retry-After) to be sent it later is not sent before then."""
         by_server: dict[str, list[StoredReport]] = {}
-        for stored in self.ledger.pending():
-            by_server.setdefault(stored.entry.server, []).append(stored)
         receipts: list[Receipt] = []
+        for stored in self.ledger.pending():
+            if (waiting := _waiting(stored)) is not None:
+                receipts.append(self._receipt(stored, waiting, repeated=True))
+                continue
+            by_server.setdefault(stored.entry.server, []).append(stored)
         for server, group in by_server.items():
             sent = self._send(self._api(server), group)
             receipts.extend(self._record(s, o, repeated=True) for s, o in sent)
@@ -280,7 +286,9 @@ class Client:
             outcome.result, "pending"
         )
         result = outcome.result if status != "pending" else None
-        self.ledger.mark(stored.entry.report_id, status, result, outcome.reason)
+        later = outcome.retry_after if status == "pending" else None
+        retry_at = utc_now(later) if later else None
+        self.ledger.mark(stored.entry.report_id, status, result, outcome.reason, retry_at)
         return self._receipt(stored, outcome, repeated=repeated)
 
     def _receipt(self, stored: StoredReport, outcome: Outcome | None, *, repeated: bool) -> Receipt:
@@ -305,6 +313,16 @@ class Client:
             repeated=repeated,
             survey_hash=entry.survey_hash,
         )
+
+
+def _waiting(stored: StoredReport) -> Outcome | None:
+    """A queued outcome if the server asked (Retry-After) not to be sent this report before a
+    time still to come; None when it may be sent now."""
+    retry_at = stored.entry.retry_at
+    if stored.entry.status != "pending" or retry_at is None or retry_at <= utc_now():
+        return None
+    why = f"{stored.entry.server} asked to wait until {retry_at} before it is sent again"
+    return Outcome("queued", why)
 
 
 def _aged(stored: StoredReport, outcome: Outcome) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -18,6 +17,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from urllib3.util.retry import Retry
 
 from deniable.client.deadline import Deadline, DeadlineAdapter
+from deniable.client.delivery import (
+    TRANSIENT_STATUSES,
+    Delivery,
+    classify,
+    is_problem,
+    plain,
+)
 from deniable.client.errors import (
     ClientError,
     EnrollmentError,
@@ -36,15 +42,11 @@ DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
 BATCH_SIZE = 100
 #: Statuses worth retrying (the server may recover); a report_id makes a POST idempotent.
 RETRY_STATUSES = (500, 502, 503, 504)
-#: Client errors that mean "later", not "never".
-TRANSIENT_CLIENT_STATUSES = (408, 425, 429)
 #: The most of an answer read from a server (a survey at the limits is well under 8 MiB): a
 #: hostile or broken server cannot fill the device's memory. Nor can it hold the client by
 #: trickling bytes (of the head or the body) under the read timeout: a request ends after
 #: connect + 2 x read seconds.
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-#: Server text kept in the ledger or shown to the respondent, at most.
-MAX_REASON = 300
 _NOTHING_SENT = "check the address and your connection, then try again (nothing was sent)"
 
 
@@ -56,9 +58,17 @@ def client_version() -> str:
         return "0+unknown"
 
 
+class _Retry(Retry):
+    """urllib3's retries, except of an answer that says when to come back (Retry-After)."""
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        return not has_retry_after and super().is_retry(method, status_code, has_retry_after)
+
+
 def make_session() -> requests.Session:
-    """A Session that retries connection errors and 5xx (POST included) with a small backoff."""
-    retry = Retry(
+    """A Session that retries connection errors and 5xx (POST included) with a small backoff,
+    unless the server said when to come back."""
+    retry = _Retry(
         total=3,
         connect=3,
         read=1,
@@ -67,8 +77,9 @@ def make_session() -> requests.Session:
         status_forcelist=RETRY_STATUSES,
         allowed_methods=frozenset({"GET", "POST"}),
         raise_on_status=False,
-        # A server's Retry-After (hours, even) would hold the respondent's command: a report
-        # the server cannot take now stays queued for `sync` instead.
+        # A server's Retry-After (hours, even) would hold the respondent's command: an answer
+        # with one is not retried here; the report stays queued, and `sync` sends it once
+        # that time has come (deniable.client.delivery).
         respect_retry_after_header=False,
     )
     session = requests.Session()
@@ -106,10 +117,12 @@ def describe_failure(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened to one report: accepted, duplicate, rejected (with reason) or queued."""
+    """What happened to one report: accepted, duplicate, rejected (with reason) or queued
+    (with the seconds the server asked to wait, if it did)."""
 
     result: str
     reason: str | None = None
+    retry_after: int | None = None
 
 
 class _TooLarge(Exception):
@@ -140,16 +153,6 @@ def _json(response: requests.Response) -> Any:
         return None
 
 
-def plain(text: object, limit: int = MAX_REASON) -> str:
-    """Server text as the client keeps and shows it: one line, no control or bidirectional
-    formatting characters (they could move the cursor or reorder the terminal), cut short."""
-    cleaned = "".join(
-        " " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in str(text)
-    )
-    line = " ".join(cleaned.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _detail(response: requests.Response) -> str:
     body = _json(response)
     if isinstance(body, dict):
@@ -162,28 +165,6 @@ def _detail(response: requests.Response) -> str:
 def _redirect(response: requests.Response) -> str:
     where = plain(response.headers.get("Location", "elsewhere"), 120)
     return f"redirects to {where}: give that address instead"
-
-
-def _is_problem(response: requests.Response) -> bool:
-    """Whether a reply is the aggregator's own problem+json (a refusal it means)."""
-    return response.headers.get("Content-Type", "").startswith("application/problem+json")
-
-
-def _about(item: object, report: Mapping[str, Any]) -> bool:
-    """Whether a batch result names the report it stands beside."""
-    return isinstance(item, dict) and item.get("report_id") == report.get("report_id")
-
-
-def _outcome(body: object, status: int) -> Outcome | None:
-    if not isinstance(body, dict):
-        return None
-    result = body.get("result")
-    if result in ("accepted", "duplicate"):
-        return Outcome(result)
-    if result == "rejected":
-        reason = body.get("reason") or body.get("detail") or f"HTTP {status}"
-        return Outcome("rejected", plain(reason))
-    return None
 
 
 class Api:
@@ -277,20 +258,16 @@ class Api:
         raise EnrollmentError(f"the invitation was not accepted: {_detail(response)}")
 
     def post_report(self, report: Mapping[str, Any]) -> Outcome:
-        """Send one report; network failures and 5xx give a "queued" outcome, not an exception."""
+        """Send one report; its outcome by the delivery policy (deniable.client.delivery):
+        network failures, 408/425/429, 5xx and answers not the aggregator's give "queued"."""
         try:
             response = self._request("POST", "/api/v1/reports", json=report)
         except (NetworkError, ServerError) as exc:  # unreachable, or an answer too large
             return Outcome("queued", str(exc))
-        body = _json(response)
-        outcome = _outcome(body, response.status_code) if _about(body, report) else None
-        status = response.status_code
-        if outcome is not None and outcome.result in ("accepted", "duplicate"):
-            if status in (200, 201):
-                return outcome
-        elif outcome is not None and 400 <= status < 500 and _is_problem(response):
-            return outcome  # the aggregator's own refusal: final
-        return self._unexpected(response)
+        found = classify(
+            response.status_code, response.headers, response.content, report["report_id"]
+        )
+        return self._outcome(response, found)
 
     def post_reports(self, reports: Sequence[Mapping[str, Any]]) -> list[Outcome]:
         """Send reports in batches; each gets its own outcome, in order."""
@@ -306,33 +283,26 @@ class Api:
             response = self._request("POST", "/api/v1/reports", json={"reports": list(batch)})
         except (NetworkError, ServerError) as exc:
             return [Outcome("queued", str(exc))] * len(batch)
-        body = _json(response)
-        results = body.get("results") if isinstance(body, dict) else None
-        if response.status_code == 200 and isinstance(results, list) and len(results) == len(batch):
-            return [
-                (_outcome(item, 200) if _about(item, report) else None)
-                or Outcome("queued", "the server gave no result for this report")
-                for item, report in zip(results, batch, strict=True)
-            ]
-        if (
-            400 <= response.status_code < 500
-            and response.status_code not in TRANSIENT_CLIENT_STATUSES
-        ):
-            return [self.post_report(report) for report in batch]  # e.g. the batch was too large
-        return [self._unexpected(response)] * len(batch)
-
-    def _unexpected(self, response: requests.Response) -> Outcome:
-        """A reply without a result: only the aggregator's own refusal (problem+json) is
-        final; a redirect, a proxy's page or a server error leaves the report queued."""
         status = response.status_code
-        if 300 <= status < 400:
-            return Outcome("queued", f"{self.server} {_redirect(response)}")
-        if status >= 500 or status in TRANSIENT_CLIENT_STATUSES:
-            return Outcome("queued", f"{self.server} answered {_detail(response)}")
-        if 400 <= status < 500 and _is_problem(response):
-            return Outcome("rejected", _detail(response))
-        return Outcome(
-            "queued",
-            f"{self.server} answered {_detail(response)} without a result; is the address "
-            "that of an aggregator?",
-        )
+        if (
+            400 <= status < 500
+            and status not in TRANSIENT_STATUSES
+            and is_problem(response.headers.get("Content-Type"))
+        ):  # the batch refused as a whole (say, too large): each report on its own
+            return [self.post_report(report) for report in batch]
+        return [
+            self._outcome(
+                response,
+                classify(status, response.headers, response.content, report["report_id"], i),
+            )
+            for i, report in enumerate(batch)
+        ]
+
+    def _outcome(self, response: requests.Response, found: Delivery) -> Outcome:
+        """The policy's delivery as an Outcome; a queued report's reason names the server (and
+        where a redirect points: the address to give instead)."""
+        if found.outcome != "queued":
+            return Outcome(found.outcome, found.reason)
+        if 300 <= response.status_code < 400:
+            return Outcome("queued", f"{self.server} {_redirect(response)}", found.retry_after)
+        return Outcome("queued", f"{self.server} answered {found.reason}", found.retry_after)

@@ -1,7 +1,8 @@
 """The privacy ledger and outbox: one SQLite file recording every report before it is sent.
 
 One row per (server, survey): the survey's hash, title and epsilon, the signed report, and its
-status (pending, sent or rejected). The epsilon spent is the sum over rows; a re-send costs
+status (pending, sent or rejected); a pending report the server asked to send later keeps the
+time it may be sent again (retry_at). The epsilon spent is the sum over rows; a re-send costs
 nothing. Writers take the database lock with BEGIN IMMEDIATE before reading what they decide
 on, so two processes answering the same survey at once cannot both randomize it.
 """
@@ -16,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from deniable.client.keys import ensure_private_dir
 from deniable.client.receipt import LedgerEntry
 from deniable.client.urls import same_server
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LEDGER_FILE = "ledger.sqlite3"
 
 _SCHEMA = """
@@ -43,15 +44,17 @@ CREATE TABLE IF NOT EXISTS reports (
     attempts    INTEGER NOT NULL DEFAULT 0,
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL,
+    retry_at    TEXT,
     PRIMARY KEY (server, survey)
 );
 CREATE INDEX IF NOT EXISTS reports_status ON reports (status);
 """
 
 
-def utc_now() -> str:
-    """Now, in UTC, to the second (the ledger is local: it may be precise)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_now(later: float = 0) -> str:
+    """Now (or `later` seconds from now), in UTC, to the second (the ledger is local: it may
+    be precise)."""
+    return (datetime.now(UTC) + timedelta(seconds=later)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,9 @@ class Ledger:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(reports)")}
+                if "retry_at" not in columns:  # a ledger of version 1
+                    conn.execute("ALTER TABLE reports ADD COLUMN retry_at TEXT")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
 
@@ -196,13 +202,21 @@ class Ledger:
                 (json.dumps(report, sort_keys=True), utc_now(), report_id),
             )
 
-    def mark(self, report_id: str, status: str, result: str | None, reason: str | None) -> None:
-        """Record a send attempt's outcome."""
+    def mark(
+        self,
+        report_id: str,
+        status: str,
+        result: str | None,
+        reason: str | None,
+        retry_at: str | None = None,
+    ) -> None:
+        """Record a send attempt's outcome (and, for a pending report the server asked to send
+        later, when it may be sent again)."""
         with self._connect() as conn:
             conn.execute(
                 "UPDATE reports SET status = ?, result = ?, reason = ?, attempts = attempts + 1,"
-                " updated_at = ? WHERE report_id = ?",
-                (status, result, reason, utc_now(), report_id),
+                " updated_at = ?, retry_at = ? WHERE report_id = ?",
+                (status, result, reason, utc_now(), retry_at, report_id),
             )
 
 
@@ -222,6 +236,7 @@ def _entry(row: sqlite3.Row) -> LedgerEntry:
         reason=row["reason"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        retry_at=row["retry_at"],
     )
 
 

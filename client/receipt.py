@@ -46,6 +46,8 @@ class LedgerEntry:
     reason: str | None
     created_at: str
     updated_at: str
+    #: For a pending report the server asked to send later: not before this UTC time.
+    retry_at: str | None = None
 
 
 @dataclass(frozen=True)

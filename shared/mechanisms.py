@@ -17,7 +17,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from fractions import Fraction
-from itertools import product
+from itertools import compress, product
 from typing import ClassVar
 
 from deniable.shared.probability import (
@@ -322,6 +322,18 @@ class GRR(Mechanism):
         return self.p_star if encoded == index else self.q_star
 
 
+#: '0' -> 0 and '1' -> 1, for bit strings read as selectors.
+_BIT_BYTES = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def ones_at(bits: str, base: int = 0) -> tuple[int, ...]:
+    """base + i for each i where a validated '0'/'1' string has a '1', counted in C (a sketch
+    answer holds thousands of bits, and the aggregator reads each report's)."""
+    return tuple(
+        compress(range(base, base + len(bits)), bits.encode("ascii").translate(_BIT_BYTES))
+    )
+
+
 class _BitString(Mechanism):
     """An answer that is a string of k '0'/'1', character i for option i (oue, multi)."""
 
@@ -333,7 +345,7 @@ class _BitString(Mechanism):
         return encoded
 
     def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return tuple(i for i, c in enumerate(str(encoded)) if c == "1")
+        return ones_at(str(encoded))
 
     def outputs(self) -> Iterator[Encoded]:
         for bits in product("01", repeat=self.k):

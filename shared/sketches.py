@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from deniable.shared.mechanisms import MAX_EPSILON, MIN_EPSILON, KeepOrFlip, warner_keep
+from deniable.shared.mechanisms import MAX_EPSILON, MIN_EPSILON, KeepOrFlip, ones_at, warner_keep
 from deniable.shared.probability import (
     Coin,
     format_probability,
@@ -205,7 +205,7 @@ class CMS(KeepOrFlip, Sketch):
     def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
         j, bits = encoded
         base = j * self.m
-        return (*(base + i for i, c in enumerate(bits) if c == "1"), self.k * self.m + j)
+        return (*ones_at(bits, base), self.k * self.m + j)
 
 
 class HCMS(KeepOrFlip, Sketch):
@@ -371,4 +371,4 @@ class RAPPOR(Sketch):
     def counters(self, encoded: SketchAnswer) -> tuple[int, ...]:
         cohort, bits = encoded
         base = cohort * self.k
-        return (*(base + i for i, c in enumerate(bits) if c == "1"), self.m * self.k + cohort)
+        return (*ones_at(bits, base), self.m * self.k + cohort)

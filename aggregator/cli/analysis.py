@@ -17,6 +17,7 @@ from deniable.aggregator import stats, surveys
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats.analyze import StoredAnswers, as_survey
+from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store.pool import existing_store
 from deniable.shared import Survey
 from deniable.shared.canonical import parse_json
@@ -175,7 +176,14 @@ def regress_command(survey_id: str, formula: str, **options: Any) -> None:
     survey, reports, verify = source(
         survey_id, options["reports"], options["survey_file"], options["answers"]
     )
-    doc = stats.regress(survey, reports, formula, _level(options["confidence"]), verify=verify)
+    doc = stats.regress(
+        survey,
+        reports,
+        formula,  # data, never Python: stats/formula.py checks it against the grammar
+        _level(options["confidence"]),
+        verify=verify,
+        limits=Limits.from_config(current_app.config),
+    )
     if options["as_json"]:
         click.echo(json.dumps(doc, indent=2))
         return

@@ -21,6 +21,7 @@ from deniable.aggregator import credentials, demo, surveys
 from deniable.aggregator.cli import analysis, maintenance, research
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.stats.estimate import parse_candidates, results_csv
+from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import migrate as migrate_store
 from deniable.aggregator.store.pool import existing_store, get_store
 from deniable.aggregator.web.app import create_app
@@ -115,7 +116,7 @@ def create_survey_command(file: Path) -> None:
     except OSError as exc:
         raise CLIError(f"{file}: {exc.strerror}") from None
     try:
-        record, _ = surveys.create_survey(get_store(), doc)
+        record, _ = surveys.create_survey(get_store(), doc, Limits.from_config(current_app.config))
     except SurveyError as exc:
         raise CLIError(f"{file}: {exc}") from None
     click.echo(record.id)
@@ -175,6 +176,7 @@ def results_command(
         confidence=level,
         simultaneous=simultaneous,
         candidates=extra,
+        limits=Limits.from_config(current_app.config),
     )
     if as_json:
         click.echo(json.dumps(doc, indent=2))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from deniable.aggregator.stats.estimate import parse_candidates, results_document, z_value
@@ -59,7 +61,7 @@ def answer_rows(
     just {"answers": {...}}: its answers are checked against the survey, nothing else.
     A bad report raises ReportError naming its line (and report_id)."""
     survey_hash = survey.hash
-    seen_ids: dict[str, bytes] = {}
+    seen_ids: dict[str, bytes] = {}  # report_id -> sha256 of the canonical report
     seen_keys: set[str] = set()
     for line, raw in _records(reports):
         rid = raw.get("report_id") if isinstance(raw, dict) else None
@@ -83,7 +85,7 @@ def answer_rows(
             verify_report(report)
         except ReportError as exc:
             raise ReportError(f"{where}: {exc}") from None
-        body = canonical_json(report)
+        body = hashlib.sha256(canonical_json(report)).digest()
         if rid in seen_ids:
             if seen_ids[rid] == body:
                 continue
@@ -123,6 +125,42 @@ def answer_counts(
         tuple(answers[qid] for qid in question_ids)
         for answers in answer_rows(survey, reports, verify=verify)
     )
+
+
+#: Reports counted at once when answer_count_chunks streams reports (bounds the memory).
+REPORTS_AT_ONCE = 100_000
+
+
+def _counted_in_batches(
+    survey: Survey, reports: Iterable[Any] | str | bytes, question_ids: Sequence[str], verify: bool
+) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """(combination, count) pairs, counted REPORTS_AT_ONCE reports at a time (a combination
+    may come once per batch)."""
+    rows = answer_rows(survey, reports, verify=verify)
+    while batch := Counter(
+        tuple(answers[qid] for qid in question_ids) for answers in islice(rows, REPORTS_AT_ONCE)
+    ):
+        yield from batch.items()
+
+
+def answer_count_chunks(
+    survey: Survey,
+    reports: Iterable[Any] | str | bytes | StoredAnswers,
+    question_ids: Sequence[str],
+    rows: int,
+    *,
+    verify: bool = True,
+) -> Iterator[list[tuple[tuple[Any, ...], int]]]:
+    """answer_counts as lists of at most `rows` (combination, count) pairs, streamed from the
+    database or the reports: whoever folds each list into sums and drops it holds memory
+    flat in the number of reports and of distinct answers. A combination may be split over
+    lists (the counts add up)."""
+    if isinstance(reports, StoredAnswers):
+        pairs = reports.store.iter_answer_counts(reports.survey_id, list(question_ids))
+    else:
+        pairs = _counted_in_batches(survey, reports, question_ids, verify)
+    while chunk := list(islice(pairs, max(1, rows))):
+        yield chunk
 
 
 def tally(

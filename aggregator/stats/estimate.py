@@ -12,9 +12,6 @@ clipped to [0, 1], and `share` is the maximum-likelihood distribution (EM) for d
 
 from __future__ import annotations
 
-import csv
-import functools
-import io
 import math
 import operator
 from collections.abc import Mapping, Sequence
@@ -24,10 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from deniable.aggregator.stats.csvsafe import write_csv
+from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
 from deniable.aggregator.stats.sketch_estimate import (
-    Decoder,
+    DECODERS,
     SketchDecodeError,
-    decoder,
+    decoder_cells,
     rappor_selection,
 )
 from deniable.shared.sketches import RAPPOR, Sketch
@@ -115,13 +114,42 @@ def text_candidates(question: Question, extra: Sequence[str] = ()) -> tuple[str,
     return (*own, *(c for c in extra if c not in own))
 
 
-@functools.lru_cache(maxsize=64)
-def _decoder(sketch: Sketch, candidates: tuple[str, ...]) -> Decoder:
-    return decoder(sketch, candidates)
+#: The status of a results request whose candidates need a decoder over the limit. 413, not
+#: 422: the candidates are valid (with fewer of them, or a higher limit, the same request
+#: works), the request is only larger than this aggregator is set to decode, and the fix is
+#: to send a smaller one. 422 stays for candidates no request size makes decodable (a sketch
+#: that cannot tell them apart). A new survey over the same limit is a 422 (SurveyError): the
+#: document itself must change.
+DECODER_LIMIT_STATUS = 413
+
+
+def check_decoder(
+    question: Question,
+    count: int,
+    limits: Limits = DEFAULT_LIMITS,
+    status: int = DECODER_LIMIT_STATUS,
+) -> None:
+    """LimitError unless `count` candidates of this text question fit max_decoder_cells;
+    checked before any decoder is built."""
+    sketch = question.randomizer
+    cells = decoder_cells(sketch, count)
+    check(
+        cells,
+        limits.max_decoder_cells,
+        "max_decoder_cells",
+        f"{question.id}: {count:,} candidates on a sketch of {sketch.slots:,} counters need a "
+        f"decoder of {cells:,} cells (candidates x (counters + candidates))",
+        status,
+    )
 
 
 def _text_rows(
-    question: Question, n: int, counts: Sequence[int], z: float, extra: Sequence[str]
+    question: Question,
+    n: int,
+    counts: Sequence[int],
+    z: float,
+    extra: Sequence[str],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> list[dict[str, Any]]:
     """A text question's rows: one per candidate, ranked by estimate (DESIGN: support null,
     share the estimate clipped to [0, 1])."""
@@ -130,15 +158,17 @@ def _text_rows(
         return []
     sketch = question.randomizer
     assert isinstance(sketch, Sketch)
+    check_decoder(question, len(candidates), limits)
+    budget = limits.decoder_cache_bytes
     fitted = candidates
     try:
-        found = _decoder(sketch, candidates)
+        found = DECODERS.get(sketch, candidates, budget)
     except SketchDecodeError as exc:
         if not isinstance(sketch, RAPPOR) or n == 0:
             raise ValueError(f"{question.id}: {exc}") from None
         # More candidates than the Bloom bits resolve: select first, as the paper does.
         fitted = rappor_selection(sketch, candidates, n, np.asarray(counts))
-        found = _decoder(sketch, fitted) if fitted else None
+        found = DECODERS.get(sketch, fitted, budget) if fitted else None
     size = len(fitted)
     if n == 0 or found is None:
         est = stderr = np.full(size, np.nan)
@@ -322,12 +352,17 @@ def _mean_row(question: Question, n: int, counts: Sequence[int], z: float) -> di
 
 
 def question_results(
-    question: Question, n: int, counts: Sequence[int], z: float, extra: Sequence[str] = ()
+    question: Question,
+    n: int,
+    counts: Sequence[int],
+    z: float,
+    extra: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """The results entry of one question from its n and support counts (see results_document);
-    `extra` adds candidates to a text question's."""
+    `extra` adds candidates to a text question's (within `limits`)."""
     if question.type == "text":
-        return _entry(question, n, _text_rows(question, n, counts, z, extra))
+        return _entry(question, n, _text_rows(question, n, counts, z, extra, limits))
     if question.type == "integer":
         return _entry(question, n, [_mean_row(question, n, counts, z)])
     pairs = question.randomizer.option_pairs()
@@ -393,10 +428,13 @@ def results_document(
     confidence: float = 0.95,
     simultaneous: bool = False,
     candidates: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """DESIGN's results JSON from the number of reports and each question's support counts.
 
-    `candidates` (normalized) adds rows to every text question beside its own candidates.
+    `candidates` (normalized) adds rows to every text question beside its own candidates;
+    every text question's decoder is checked against `limits` before any is built (LimitError,
+    status 413).
 
     `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no").
     With `simultaneous`, intervals use a Bonferroni level over the question's free estimates:
@@ -408,11 +446,14 @@ def results_document(
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n: expected a non-negative integer, got {n!r}")
     z_value(confidence)
+    for question in survey.questions.values():
+        if question.type == "text":
+            check_decoder(question, len(text_candidates(question, candidates)), limits)
     questions = []
     for qid, question in survey.questions.items():
         counts = _counts(question, n, support.get(qid))
         z = z_value(confidence, free_estimates(question, candidates) if simultaneous else 1)
-        questions.append(question_results(question, n, counts, z, candidates))
+        questions.append(question_results(question, n, counts, z, candidates, limits))
     return {
         "survey": survey.id,
         "survey_hash": survey.hash,
@@ -424,12 +465,13 @@ def results_document(
 
 
 def results_csv(doc: Mapping[str, Any]) -> str:
-    """The results as CSV, one row per option, with DESIGN's columns; null is an empty cell."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for question in doc["questions"]:
-        for option in question["options"]:
-            row = [question["id"]] + [option[col] for col in CSV_COLUMNS[1:]]
-            writer.writerow(["" if cell is None else cell for cell in row])
-    return out.getvalue()
+    """The results as CSV, one row per option, in CSV_COLUMNS; null is an empty cell, and a
+    label or candidate a spreadsheet would run as a formula is neutralized (see csvsafe)."""
+    return write_csv(
+        CSV_COLUMNS,
+        (
+            [question["id"]] + [option[col] for col in CSV_COLUMNS[1:]]
+            for question in doc["questions"]
+            for option in question["options"]
+        ),
+    )

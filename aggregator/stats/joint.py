@@ -6,8 +6,9 @@ two questions: with S_a and T_b a respondent's 0/1 "report supports a / b" and (
 (p2, q2) the options' pairs, the mean over respondents of
 (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)) is unbiased for the share answering a and b
 (the two questions' noise is independent given the answers); its standard error is a mean's.
-Both stream the reports, counting distinct answers (memory flat in their number), and take `verify=False` for answers
-from another study.
+Both stream the distinct answers (from the database, or counted from the reports) and fold them
+into sums a chunk at a time, so their memory is flat in the number of reports and of distinct
+noisy answers; they take `verify=False` for answers from another study.
 """
 
 from __future__ import annotations
@@ -18,15 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.analyze import answer_counts, as_survey
+from deniable.aggregator.stats.analyze import answer_count_chunks, as_survey
+from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import question_results, z_value
-from deniable.shared import ReportError, Survey
+from deniable.shared import Survey
 from deniable.shared.survey import Question
-
-
-class AnalysisError(ReportError):
-    """The analysis asked for cannot be done as asked (a randomized grouping, too few
-    reports...); the message says what to ask instead."""
 
 
 class UnknownQuestion(AnalysisError):
@@ -116,12 +113,13 @@ def breakdown(
         )
     n = [0] * group.k
     support = [[0] * target.k for _ in range(group.k)]
-    for (answer, g), count in answer_counts(
-        resolved, reports, (question, by), verify=verify
-    ).items():
-        n[g] += count
-        for v in target.supports(answer):
-            support[g][v] += count
+    for chunk in answer_count_chunks(
+        resolved, reports, (question, by), ROWS_AT_ONCE, verify=verify
+    ):
+        for (answer, g), count in chunk:
+            n[g] += count
+            for v in target.supports(answer):
+                support[g][v] += count
     groups = [
         {
             "group": label,
@@ -147,6 +145,12 @@ def breakdown(
     }
 
 
+#: Distinct answer combinations folded at once (breakdown, and crosstab's upper bound).
+ROWS_AT_ONCE = 10_000
+#: Cells (rows x k1 x k2) of one crosstab chunk's arrays: 8 MB each, a few alive at once.
+CROSSTAB_CHUNK_CELLS = 1_000_000
+
+
 def _pairs(question: Question) -> tuple[np.ndarray, np.ndarray]:
     pairs = question.randomizer.option_pairs()
     return np.array([float(p) for p, _ in pairs]), np.array([float(q) for _, q in pairs])
@@ -158,17 +162,27 @@ def crosstab_sums(
     first: Question,
     second: Question,
     weights: np.ndarray | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sum of x, sum of x^2) per cell over rows of 0/1 support matrices s [..., rows, k1] and
     t [..., rows, k2], x = (S_a - q1)(T_b - q2) / ((p1 - q1)(p2 - q2)), each row counted
-    `weights` times (once by default); leading axes batch."""
+    `weights` times (once by default); leading axes batch. `start` continues the sums of
+    earlier rows, added first: chunk by chunk gives the very floats of one pass."""
     p1, q1 = _pairs(first)
     p2, q2 = _pairs(second)
     a = (s - q1) / (p1 - q1)
     b = (t - q2) / (p2 - q2)
     x = a[..., :, :, None] * b[..., :, None, :]
     w = 1.0 if weights is None else weights[..., :, None, None]
-    return (w * x).sum(axis=-3), (w * x * x).sum(axis=-3)
+    wx = w * x
+    terms = (wx, wx * x)
+    if start is not None:
+        # The running sum as the first row: numpy adds the rows in order along this axis.
+        terms = tuple(
+            np.concatenate([np.expand_dims(before, -3), rows], axis=-3)
+            for before, rows in zip(start, terms, strict=True)
+        )
+    return terms[0].sum(axis=-3), terms[1].sum(axis=-3)
 
 
 def crosstab_cells(
@@ -211,20 +225,24 @@ def crosstab(
         raise AnalysisError(
             "first, second: both are plain; a cross-tab needs at least one randomized question"
         )
-    # A question has few distinct noisy answers: count the pairs, then weigh each pair's terms.
-    pairs = answer_counts(resolved, reports, (first, second), verify=verify)
-    n = sum(pairs.values())
+    # Count the distinct pairs of noisy answers, then weigh each pair's terms: a chunk of
+    # pairs at a time (a multi question may have about as many distinct answers as reports).
+    n = 0
     total = np.zeros((a.k, b.k))
     squares = np.zeros((a.k, b.k))
-    if pairs:
-        keys = list(pairs)
-        s = np.zeros((len(keys), a.k))
-        t = np.zeros((len(keys), b.k))
-        for row, (answer_a, answer_b) in enumerate(keys):
+    rows = max(1, min(ROWS_AT_ONCE, CROSSTAB_CHUNK_CELLS // (a.k * b.k)))
+    sums: tuple[np.ndarray, np.ndarray] | None = None
+    for chunk in answer_count_chunks(resolved, reports, (first, second), rows, verify=verify):
+        s = np.zeros((len(chunk), a.k))
+        t = np.zeros((len(chunk), b.k))
+        for row, ((answer_a, answer_b), _) in enumerate(chunk):
             s[row, list(a.supports(answer_a))] = 1.0
             t[row, list(b.supports(answer_b))] = 1.0
-        weights = np.array([pairs[key] for key in keys], dtype=np.float64)
-        total, squares = crosstab_sums(s, t, a, b, weights)
+        weights = np.array([count for _, count in chunk], dtype=np.float64)
+        n += sum(count for _, count in chunk)
+        sums = crosstab_sums(s, t, a, b, weights, sums)
+    if sums is not None:
+        total, squares = sums
     if n < 2:
         raise AnalysisError(f"a cross-tab needs at least 2 reports, got {n}")
     estimate, stderr, low, high = crosstab_cells(total, squares, n, z)

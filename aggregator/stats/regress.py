@@ -6,23 +6,27 @@ log-likelihood is below 1e-8, then standard errors from the observed information
 Hessian) at the maximum, Wald z, two-sided p and interval. Covariates are plain questions
 (binary 0/1, categorical as treatment dummies with the first option as reference, integer as
 the number), combined
-by a Wilkinson formula as `formulaic` parses it. Reports are streamed and folded into counts
-per covariate pattern, so memory does not grow with their number.
+by a Wilkinson formula that our own grammar checks (stats/formula.py: a formula is data, never
+Python) before `formulaic` builds the model matrix without `eval`. Reports are streamed and
+folded into counts per covariate pattern, so memory does not grow with their number; the
+model's columns and cells are counted against the limits before the matrix is built.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from deniable.aggregator.stats import formula as grammar
 from deniable.aggregator.stats.analyze import answer_counts, as_survey
+from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import z_value
-from deniable.aggregator.stats.joint import AnalysisError, UnknownQuestion
+from deniable.aggregator.stats.joint import UnknownQuestion
+from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
 from deniable.shared import Survey
 
 #: Gradient norm of the average log-likelihood at which the fit has converged.
@@ -31,18 +35,10 @@ MAX_ITERATIONS = 200
 #: A linear predictor this large means a fitted probability of 0 or 1: (quasi-)separation.
 SEPARATION = 30.0
 
-_OUTCOME = re.compile(r"^\s*`?([a-z0-9][a-z0-9_-]{0,63})`?\s*(?:\[\s*(.+?)\s*\])?\s*$")
 
-
-def _outcome(survey: Survey, text: str) -> tuple[str, int]:
+def _outcome(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[str, int]:
     """(question id, option index) of the left-hand side: `smokes` (its yes) or `party[B]`."""
-    match = _OUTCOME.match(text)
-    if not match:
-        raise AnalysisError(
-            f"formula: the outcome {text.strip()!r} is not a question; write e.g. "
-            "'smokes ~ region' or 'party[B] ~ region'"
-        )
-    qid, label = match.groups()
+    qid, label = parsed.outcome, parsed.option
     if qid not in survey.questions:
         raise UnknownQuestion(
             f"formula: no question {qid!r} in survey {survey.id!r}; its questions: "
@@ -73,7 +69,6 @@ def _outcome(survey: Survey, text: str) -> tuple[str, int]:
                 f"{qid}[{question.options[1]}]"
             )
         return qid, 1
-    label = label.strip("'\"")
     if label not in question.options:
         raise AnalysisError(
             f"formula: {qid!r} has no option {label!r}; its options: {', '.join(question.options)}"
@@ -81,10 +76,10 @@ def _outcome(survey: Survey, text: str) -> tuple[str, int]:
     return qid, question.options.index(label)
 
 
-def _covariates(survey: Survey, rhs: Any) -> list[str]:
+def _covariates(survey: Survey, parsed: grammar.ParsedFormula) -> list[str]:
     """The plain questions the right-hand side uses (a randomized one is refused)."""
     used = []
-    for name in sorted(rhs.required_variables):
+    for name in parsed.ids:
         if name not in survey.questions:
             raise UnknownQuestion(
                 f"formula: no question {name!r} in survey {survey.id!r}; its questions: "
@@ -105,19 +100,56 @@ def _covariates(survey: Survey, rhs: Any) -> list[str]:
     return used
 
 
-def _parse(formula: object) -> tuple[str, Any]:
-    from formulaic import Formula
+def _levels(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]] | None) -> Any:
+    """Levels of a factor for counting columns (None for a number): a categorical question's
+    options; C() of a number, its distinct values among the patterns (1 before they are known,
+    which makes the count a lower bound)."""
 
-    if not isinstance(formula, str) or "~" not in formula:
-        raise AnalysisError(
-            f"formula: expected 'outcome ~ covariates', e.g. 'smokes ~ region + adult', got {formula!r}"
+    def levels(factor: grammar.Factor) -> int | None:
+        qid = factor.lone if factor.kind == "I" else factor.ids[0]
+        if qid is None:
+            return None  # I(arithmetic) is a number
+        question = survey.questions[qid]
+        if question.type == "categorical":
+            return len(question.options)
+        if factor.kind != "C":
+            return None
+        if patterns is None:
+            return 1
+        column = covariates.index(qid)
+        return len({pattern[column] for pattern in patterns})
+
+    return levels
+
+
+def _check_size(
+    survey: Survey,
+    parsed: grammar.ParsedFormula,
+    covariates: list[str],
+    patterns: list[tuple[int, ...]] | None,
+    limits: Limits,
+) -> int:
+    """The model's columns (at least, before the patterns are known), within the limits."""
+    columns = grammar.model_columns(
+        parsed, _levels(survey, covariates, patterns), limits.max_model_columns
+    )
+    # Counting stops past the limit, and C() of a number counts one level before the patterns.
+    lead = "at least " if patterns is None or columns > limits.max_model_columns else ""
+    check(
+        columns,
+        limits.max_model_columns,
+        "max_model_columns",
+        f"the model {parsed.rhs[:60]!r} has {lead}{columns:,} columns",
+    )
+    if patterns is not None:
+        check(
+            len(patterns) * columns,
+            limits.max_model_cells,
+            "max_model_cells",
+            f"the model has {len(patterns):,} covariate patterns x {columns:,} columns = "
+            f"{len(patterns) * columns:,} cells",
         )
-    lhs, _, rhs_text = formula.partition("~")
-    try:
-        rhs = Formula(rhs_text.strip() or "1", _ordering="none")
-    except Exception as exc:  # formulaic's parse errors have many types
-        raise AnalysisError(f"formula: cannot parse {rhs_text.strip()!r}: {exc}") from None
-    return lhs, rhs
+    return columns
 
 
 def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]]) -> Any:
@@ -223,14 +255,17 @@ def regress(
     confidence: float = 0.95,
     *,
     verify: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """Fit `outcome ~ covariates` on the reports; the coefficients with their standard errors,
-    or `converged: false` and a message (separation, collinearity) instead of numbers."""
+    or `converged: false` and a message (separation, collinearity) instead of numbers. The
+    formula must fit the grammar of stats/formula.py and the model the `limits`."""
     z = z_value(confidence)
     resolved = as_survey(survey)
-    lhs, rhs = _parse(formula)
-    outcome, option = _outcome(resolved, lhs)
-    covariates = _covariates(resolved, rhs)
+    parsed = grammar.parse(formula)
+    outcome, option = _outcome(resolved, parsed)
+    covariates = _covariates(resolved, parsed)
+    _check_size(resolved, parsed, covariates, None, limits)  # before reading a report
     question = resolved.questions[outcome]
     p, q = (float(v) for v in question.randomizer.option_pairs()[option])
     counts: Counter[tuple[tuple[int, ...], int]] = Counter()
@@ -241,9 +276,12 @@ def regress(
     patterns = sorted({pattern for pattern, _ in counts})
     if n < 2 or not patterns:
         raise AnalysisError(f"a regression needs reports; got {n}")
+    _check_size(resolved, parsed, covariates, patterns, limits)
     frame = _frame(resolved, covariates, patterns)
     try:
-        matrix = rhs.get_model_matrix(frame)
+        matrix = grammar.model_matrix(parsed, frame)
+    except AnalysisError:
+        raise
     except Exception as exc:
         raise AnalysisError(f"formula: cannot build the model: {exc}") from None
     terms = [str(c) for c in matrix.columns]

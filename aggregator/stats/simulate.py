@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deniable.client.http import Api, make_session
+from deniable.client.http import Api, Outcome, make_session
 from deniable.client.urls import normalize_url
 from deniable.shared import DeniableError, Survey, make_report
 from deniable.shared.canonical import JSONTextError, parse_json
@@ -265,6 +266,28 @@ def enroll_all(api: Api, survey: Survey, keys: Sequence[Any], codes: Sequence[st
         api.enroll(survey, key, code)
 
 
+#: Rounds of re-sending reports the server asked to send later (say, a busy database's 503),
+#: and the longest wait between two rounds, in seconds.
+RESEND_ROUNDS = 4
+MAX_RESEND_WAIT = 5.0
+
+
+def _post_until_answered(api: Api, reports: Sequence[dict[str, Any]]) -> list[Outcome]:
+    """Post reports, sending the queued ones again after the wait the server asked for (or a
+    second); a report that had landed comes back "duplicate", which counts as accepted."""
+    outcomes = list(api.post_reports(reports))
+    for _ in range(RESEND_ROUNDS):
+        waiting = [i for i, outcome in enumerate(outcomes) if outcome.result == "queued"]
+        if not waiting:
+            break
+        wait = max((outcomes[i].retry_after or 1) for i in waiting)
+        time.sleep(min(float(wait), MAX_RESEND_WAIT))
+        again = api.post_reports([reports[i] for i in waiting])
+        for i, outcome in zip(waiting, again, strict=True):
+            outcomes[i] = Outcome("accepted") if outcome.result == "duplicate" else outcome
+    return outcomes
+
+
 def send(
     api: Api,
     survey: Survey,
@@ -292,7 +315,7 @@ def send(
                 )
             enroll_all(api, survey, keys, codes[done : done + size])
         reports = [make_report(survey, draw_answers(survey, truth, rng), key) for key in keys]
-        for report, outcome in zip(reports, api.post_reports(reports), strict=True):
+        for report, outcome in zip(reports, _post_until_answered(api, reports), strict=True):
             if outcome.result == "accepted":
                 sent.accepted_reports.append(report)
             else:

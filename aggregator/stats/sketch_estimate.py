@@ -25,6 +25,8 @@ Intervals are normal, clipped to [0, 1].
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,6 +89,20 @@ class Decoder:
         high = np.clip(est + z * stderr, 0.0, 1.0)
         return est, stderr, low, high
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold (what the decoder cache counts)."""
+        arrays = (self.first, self.second, self.offset, self.cross)
+        return sum(a.nbytes for a in arrays if a is not None) + sum(map(len, self.candidates))
+
+
+def decoder_cells(sketch: Sketch, count: int) -> int:
+    """The float cells a decoder of `count` candidates needs, checked against a limit before it
+    is built: count x the sketch's counters (its two maps; RAPPOR's Bloom matrix and its
+    pseudo-inverse) plus count x count (the collision matrix and its inverse, RAPPOR's cross
+    terms). Peak memory is a small multiple of 8 bytes per cell (docs/operations.md)."""
+    return count * (sketch.slots + count)
+
 
 def _columns(sketch: CMS | HCMS, candidates: Sequence[str]) -> np.ndarray:
     """[k, D]: each candidate's column under each hash function."""
@@ -102,24 +118,34 @@ def _count_mean_weights(sketch: CMS | HCMS, columns: np.ndarray, joint: bool) ->
     m = sketch.m
     if not joint:
         return np.eye(d) / (1.0 - 1.0 / m)
-    same = (columns[:, :, None] == columns[:, None, :]).mean(axis=0)
-    matrix = same - 1.0 / m
+    # The share of hash functions under which two candidates share a column, one function at a
+    # time (k x D x D booleans at once would dwarf the decoder itself).
+    shared = np.zeros((d, d), dtype=np.int64)
+    for row in columns:
+        shared += row[:, None] == row[None, :]
+    matrix = shared / k - 1.0 / m
     try:
         weights = np.linalg.inv(matrix)
     except np.linalg.LinAlgError:
         weights = None
     if weights is None or not np.all(np.isfinite(weights)) or np.linalg.cond(matrix) > 1e8:
-        twins = [
-            (a, b)
-            for a in range(d)
-            for b in range(a + 1, d)
-            if np.all(columns[:, a] == columns[:, b])
-        ]
-        which = f": {twins[0]} share every column" if twins else ""
+        twins = _first_twins(columns)
+        which = f": {twins} share every column" if twins else ""
         raise SketchDecodeError(
             f"the sketch cannot tell these candidates apart{which}; use more hash functions"
         )
     return weights
+
+
+def _first_twins(columns: np.ndarray) -> tuple[int, int] | None:
+    """The first pair (a, b), a < b, of candidates with the same column under every hash."""
+    _, group = np.unique(columns.T, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    for a in range(columns.shape[1]):
+        others = np.flatnonzero(group[a + 1 :] == group[a])
+        if others.size:
+            return (a, a + 1 + int(others[0]))
+    return None
 
 
 def _hcms_decoder(sketch: HCMS, candidates: Sequence[str], joint: bool) -> Decoder:
@@ -165,31 +191,47 @@ def _cms_decoder(sketch: CMS, candidates: Sequence[str], joint: bool) -> Decoder
     return Decoder(tuple(candidates), first, second, offset, None)
 
 
-def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
-    k, m, d = sketch.k, sketch.m, len(candidates)
-    bloom = _bloom_matrix(sketch, candidates)
-    if np.linalg.matrix_rank(bloom) < d:
+def _full_rank_pinv(bloom: np.ndarray) -> np.ndarray:
+    """np.linalg.pinv(bloom), the very floats, after checking its columns are independent as
+    np.linalg.matrix_rank would: one singular value decomposition instead of two."""
+    u, s, vt = np.linalg.svd(bloom, full_matrices=False)
+    top = s.max(initial=0.0)
+    if np.count_nonzero(s > top * max(bloom.shape) * np.finfo(s.dtype).eps) < bloom.shape[1]:
         raise SketchDecodeError(
             "the Bloom filters cannot tell these candidates apart; use more bits or cohorts"
         )
+    large = s > 1e-15 * top  # pinv's default cutoff
+    s = np.divide(1, s, where=large, out=s)
+    s[~large] = 0
+    return np.matmul(vt.T, s[:, None] * u.T)
+
+
+def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
+    k, m, d = sketch.k, sketch.m, len(candidates)
+    bloom = _bloom_matrix(sketch, candidates)
     # f_hat = L t_hat with L = pinv((n/m) B): per report, u_r = m pinv(B) x_r.
-    lsq = m * np.linalg.pinv(bloom)  # [D, m k]
+    lsq = m * _full_rank_pinv(bloom)  # [D, m k]
     ps, qs = float(sketch.unset_one), float(sketch.set_one)
     gap = qs - ps
     first = np.zeros((d, m * k + m))
     second = np.zeros((d, m * k + m))
-    first[:, : m * k] = lsq / gap
-    second[:, : m * k] = lsq * lsq * ((1 - ps) ** 2 - ps**2) / gap**2
+    # In place: no [D, m k] temporaries beside lsq and the two maps.
+    np.divide(lsq, gap, out=first[:, : m * k])
+    np.multiply(lsq, lsq, out=second[:, : m * k])
+    second[:, : m * k] *= (1 - ps) ** 2 - ps**2
+    second[:, : m * k] /= gap**2
     cross = np.zeros((d, d))
     for c in range(m):
         block = lsq[:, c * k : (c + 1) * k]
+        squares = block * block
         first[:, m * k + c] = -ps * block.sum(axis=1) / gap
-        second[:, m * k + c] = (block * block).sum(axis=1) * ps**2 / gap**2
-        for i in range(d):
-            inside = block[:, np.flatnonzero(bloom[c * k : (c + 1) * k, i])]
-            # Two set bits of one report: x_a x_b has expectation 1 when both are in the
-            # truth's Bloom filter; the cohort holds 1/m of the reports.
-            cross[:, i] += ((inside.sum(axis=1)) ** 2 - (inside * inside).sum(axis=1)) / m
+        second[:, m * k + c] = squares.sum(axis=1) * ps**2 / gap**2
+        # Two set bits of one report: x_a x_b has expectation 1 when both are in the truth's
+        # Bloom filter; the cohort holds 1/m of the reports. Column i: the sums over the bits
+        # candidate i sets (its Bloom column), for every candidate at once.
+        bits = bloom[c * k : (c + 1) * k]  # [k, D] of 0/1
+        inside = block @ bits
+        cross += (inside * inside - squares @ bits) / m
     return Decoder(tuple(candidates), first, second, np.zeros(d), cross)
 
 
@@ -206,6 +248,53 @@ def decoder(sketch: Sketch, candidates: Sequence[str], *, joint: bool = True) ->
     if isinstance(sketch, RAPPOR):
         return _rappor_decoder(sketch, candidates)
     raise TypeError(f"no decoder for {type(sketch).__name__}")
+
+
+class DecoderCache:
+    """Decoders kept between requests within a budget in bytes, the least recently used dropped
+    first; a decoder larger than the whole budget is built for its request and not kept.
+    Thread-safe (a threaded server shares one)."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[Sketch, tuple[str, ...]], Decoder] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the decoders kept now."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, sketch: Sketch, candidates: tuple[str, ...], budget: int) -> Decoder:
+        """The decoder of these candidates, kept or built (then kept if it fits `budget`)."""
+        key = (sketch, candidates)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        built = decoder(sketch, candidates)
+        with self._lock:
+            if key not in self._kept and built.nbytes <= budget:
+                self._kept[key] = built
+                self._bytes += built.nbytes
+            while self._bytes > budget:
+                _, dropped = self._kept.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return built
+
+    def clear(self) -> None:
+        """Drop every kept decoder."""
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
+
+
+#: The process's decoders (results requests of every survey share the budget).
+DECODERS = DecoderCache()
 
 
 def _bloom_matrix(sketch: RAPPOR, candidates: Sequence[str]) -> np.ndarray:

@@ -171,6 +171,14 @@ class Store(ABC):
         answers to these questions, counted by the database: what breakdowns, cross-tabs and
         regressions need, without moving every report into Python."""
 
+    def iter_answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> Iterator[tuple[tuple[Any, ...], int]]:
+        """answer_counts as (combination, count) pairs read from the database as they are
+        consumed, so that a caller folding them in chunks holds a chunk, not every distinct
+        combination (there may be one per report)."""
+        yield from self.answer_counts(survey_id, question_ids).items()
+
     # verification and retention (see recount.py)
     @abstractmethod
     def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
@@ -195,7 +203,25 @@ class Store(ABC):
 
     @abstractmethod
     def remove_tokens(self, name: str) -> int:
-        """Forget every researcher token made with this name; how many there were."""
+        """Forget every researcher token made with this name, and end the dashboard sessions
+        opened with them in the same transaction; how many tokens there were."""
+
+    # dashboard sessions (times as format_timestamp writes them, so they compare as text)
+    @abstractmethod
+    def open_session(
+        self, session_hash: str, token_hash: str, created_at: str, expires_at: str
+    ) -> bool:
+        """Store a dashboard session by the sha256 of its random id, tied to the token that
+        opened it; False (nothing stored) when that token is gone. Purges expired sessions."""
+
+    @abstractmethod
+    def session_token(self, session_hash: str, now: str, *, opened_after: str) -> str | None:
+        """The token hash of a live session: known, its token still stored, not expired at
+        `now` and opened after `opened_after`; else None (and a dead session is deleted)."""
+
+    @abstractmethod
+    def end_session(self, session_hash: str, now: str) -> None:
+        """Delete the session (every copy of its cookie ends) and every expired one."""
 
     # invite-only surveys
     @abstractmethod

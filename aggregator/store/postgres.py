@@ -46,6 +46,8 @@ POOL_SIZE = 8
 #: Counter rows per tally and per survey count that report transactions spread their increments
 #: over (a transaction uses one, at random), so concurrent writers of one survey rarely wait.
 SHARDS = 16
+#: Rows of answer counts fetched per round trip while an analysis streams them.
+ANSWER_ROWS_AT_ONCE = 2000
 
 _SCHEMA_1 = (
     """CREATE TABLE surveys (
@@ -171,9 +173,21 @@ _SCHEMA_4 = (
     $$""",
 )
 
-#: Ordered schema migrations (SQLite's first two, the sharded counters, then the report
-#: transaction as a function); schema_version counts those applied.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4)
+# Dashboard sessions, server-side, as SQLite's third migration (see _schema_3 there). The times
+# compare as text, byte by byte whatever the database's collation.
+_SCHEMA_5 = (
+    """CREATE TABLE sessions (
+        hash text PRIMARY KEY,
+        token_hash text NOT NULL,
+        created_at text COLLATE "C" NOT NULL,
+        expires_at text COLLATE "C" NOT NULL)""",
+    "CREATE INDEX sessions_by_token ON sessions (token_hash)",
+    "CREATE INDEX sessions_by_expiry ON sessions (expires_at)",
+)
+
+#: Ordered schema migrations (SQLite's first two, the sharded counters, the report transaction
+#: as a function, then dashboard sessions); schema_version counts those applied.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3, _SCHEMA_4, _SCHEMA_5)
 
 #: A survey's n (for a row of `surveys`): the base plus its count shards.
 _REPORT_COUNT = (
@@ -472,6 +486,11 @@ class PostgresStore(SQLStore):
     def answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> dict[tuple[Any, ...], int]:
+        return dict(self.iter_answer_counts(survey_id, question_ids))
+
+    def iter_answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> Iterator[tuple[tuple[Any, ...], int]]:
         columns = sql.SQL(", ").join(
             sql.SQL("(body::jsonb -> 'answers' -> {})").format(sql.Literal(qid))
             for qid in question_ids
@@ -480,9 +499,12 @@ class PostgresStore(SQLStore):
             "SELECT {columns}, count(*) FROM reports WHERE survey_id = %s AND body <> '' "
             "GROUP BY {columns}"
         ).format(columns=columns)
-        with self._tx(snapshot=True) as conn:
-            rows = conn.execute(query, (survey_id,)).fetchall()
-        return {tuple(row[:-1]): row[-1] for row in rows}
+        # A server-side cursor: rows come over as the caller reads them, ITERSIZE at a time.
+        with self._tx(snapshot=True) as conn, conn.cursor(name="answer_counts") as cursor:
+            cursor.itersize = ANSWER_ROWS_AT_ONCE
+            cursor.execute(query, (survey_id,))
+            for row in cursor:
+                yield tuple(row[:-1]), row[-1]
 
     # verification and retention
     def _stored_tallies(self, conn: psycopg.Connection, survey_id: str) -> dict[str, list[int]]:

@@ -2,7 +2,8 @@
 
 A backend (SQLite, PostgreSQL) supplies its connections and transactions, its schema and
 migrations, the report transaction, and how it reads tallies and report bodies; everything else
-(surveys, stored reports, recount and repair, purge, tokens, invitations, enrollment) is here.
+(surveys, stored reports, recount and repair, purge, tokens, dashboard sessions,
+invitations, enrollment) is here.
 Queries use `?` placeholders; a backend whose driver wants another style rewrites them in `_sql`.
 """
 
@@ -242,7 +243,48 @@ class SQLStore(Store):
 
     def remove_tokens(self, name: str) -> int:
         with self._write() as conn:
+            self._run(
+                conn,
+                "DELETE FROM sessions WHERE token_hash IN (SELECT hash FROM tokens WHERE name = ?)",
+                (name,),
+            )
             return self._run(conn, "DELETE FROM tokens WHERE name = ?", (name,)).rowcount
+
+    # dashboard sessions
+    def open_session(
+        self, session_hash: str, token_hash: str, created_at: str, expires_at: str
+    ) -> bool:
+        with self._write() as conn:
+            self._run(conn, "DELETE FROM sessions WHERE expires_at <= ?", (created_at,))
+            # Only while the token is stored: a revocation racing the login wins.
+            return bool(
+                self._run(
+                    conn,
+                    "INSERT INTO sessions (hash, token_hash, created_at, expires_at) "
+                    "SELECT ?, hash, ?, ? FROM tokens WHERE hash = ? RETURNING 1",
+                    (session_hash, created_at, expires_at, token_hash),
+                ).fetchall()
+            )
+
+    def session_token(self, session_hash: str, now: str, *, opened_after: str) -> str | None:
+        row = self._one(
+            "SELECT s.token_hash, s.expires_at > ? AND s.created_at > ?, t.hash IS NOT NULL "
+            "FROM sessions s LEFT JOIN tokens t ON t.hash = s.token_hash WHERE s.hash = ?",
+            (now, opened_after, session_hash),
+        )
+        if row is None:
+            return None
+        token_hash, live, token_stored = row
+        if live and token_stored:
+            return token_hash
+        self.end_session(session_hash, now)
+        return None
+
+    def end_session(self, session_hash: str, now: str) -> None:
+        with self._write() as conn:
+            self._run(
+                conn, "DELETE FROM sessions WHERE hash = ? OR expires_at <= ?", (session_hash, now)
+            )
 
     # invite-only surveys
     def add_invitations(self, survey_id: str, code_hashes: Sequence[str], now: str) -> None:

@@ -141,8 +141,25 @@ def _schema_2(db: Database) -> None:
     )
 
 
+def _schema_3(db: Database) -> None:
+    """Dashboard sessions, server-side (see sessions.py in the web package): the sha256 of the
+    random id the cookie holds, the stored hash of the token that opened it, and its times.
+
+    No foreign key to tokens (a later migration may rebuild that table, e.g. to give tokens an
+    id); removing a token deletes its sessions, and a lookup joins tokens. Sessions are
+    disposable: a later migration may tie them to a token id, or drop them all (everyone logs
+    in again), rather than convert them."""
+    db["sessions"].create(
+        {"hash": str, "token_hash": str, "created_at": str, "expires_at": str},
+        pk="hash",
+        not_null={"token_hash", "created_at", "expires_at"},
+    )
+    db["sessions"].create_index(["token_hash"], index_name="sessions_by_token")
+    db["sessions"].create_index(["expires_at"], index_name="sessions_by_expiry")
+
+
 #: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2, _schema_3)
 
 
 class SQLiteStore(SQLStore):
@@ -276,7 +293,7 @@ class SQLiteStore(SQLStore):
         outcomes: list[StoreOutcome] = []
         if not reports:
             return outcomes
-        increments: Counter[tuple[str, str, int]] = Counter()
+        per_question: dict[tuple[str, str], Counter[int]] = {}
         added: Counter[str] = Counter()
         with self._write() as conn:
             open_surveys: dict[str, bool] = {}
@@ -306,8 +323,17 @@ class SQLiteStore(SQLStore):
                 outcomes.append("accepted")
                 added[sid] += 1
                 for qid, options in report.support.items():
-                    for option in options:
-                        increments[(sid, qid, option)] += 1
+                    counted = per_question.get((sid, qid))
+                    if counted is None:
+                        counted = per_question[(sid, qid)] = Counter()
+                    # Counter.update counts in C: a sketch answer supports hundreds of
+                    # counters, and this runs while the write lock is held.
+                    counted.update(options)
+            increments = {
+                (sid, qid, option): n
+                for (sid, qid), counted in per_question.items()
+                for option, n in counted.items()
+            }
             _add_support(conn, increments)
             conn.executemany(
                 "UPDATE surveys SET report_count = report_count + ? WHERE id = ?",
@@ -353,6 +379,11 @@ class SQLiteStore(SQLStore):
     def answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> dict[tuple[Any, ...], int]:
+        return dict(self.iter_answer_counts(survey_id, question_ids))
+
+    def iter_answer_counts(
+        self, survey_id: str, question_ids: Sequence[str]
+    ) -> Iterator[tuple[tuple[Any, ...], int]]:
         # One json_extract with every path returns a JSON array. A stored body is canonical
         # JSON, so it starts with its answers object and "public_key" follows it: parsing that
         # slice alone is twice as fast as parsing the whole signed body (any other body is
@@ -363,14 +394,18 @@ class SQLiteStore(SQLStore):
             "THEN substr(body, 12, instr(body, ',\"public_key\":') - 12) "
             "ELSE json_extract(body, '$.answers') END"
         )
+        # The cursor is read as the caller goes (SQLite's sorter spills the GROUP BY to disk).
         rows = self.conn.execute(
             f"SELECT json_extract({answers}, {paths}) AS answers, count(*) FROM reports "
             "WHERE survey_id = ? AND body != '' GROUP BY answers",
             (survey_id,),
-        ).fetchall()
+        )
         if len(question_ids) == 1:
-            return {(answers,): n for answers, n in rows}
-        return {tuple(json.loads(answers)): n for answers, n in rows}
+            for answers, n in rows:
+                yield (answers,), n
+        else:
+            for answers, n in rows:
+                yield tuple(json.loads(answers)), n
 
     # verification and retention
     def _bodies(

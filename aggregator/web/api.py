@@ -13,6 +13,7 @@ from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import parse_candidates, results_csv, z_value
+from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
@@ -52,7 +53,9 @@ def get_survey(survey_id: str) -> Any:
 def create_survey() -> Any:
     """Create a survey from its document; the same document again answers 200."""
     try:
-        record, created = surveys.create_survey(get_store(), json_body())
+        record, created = surveys.create_survey(
+            get_store(), json_body(), Limits.from_config(current_app.config)
+        )
     except SurveyError as exc:
         raise Problem(422, f"invalid survey: {exc}") from None
     body = {"id": record.id, **surveys.published(record)}
@@ -127,6 +130,7 @@ def _results_options() -> dict[str, Any]:
         "confidence": surveys.parse_confidence(_query("confidence"), default),
         "simultaneous": surveys.parse_flag(_query("simultaneous"), "simultaneous"),
         "candidates": candidates,
+        "limits": Limits.from_config(current_app.config),
     }
 
 
@@ -173,11 +177,12 @@ def _stored_answers(survey_id: str) -> StoredAnswers:
 
 def _analysis(run: Any) -> Any:
     """Run an analysis: a question the survey lacks, one of the wrong kind or too few reports is
-    a 422 (the survey exists: 404 would say it does not) that says what to ask instead."""
+    a 422 (the survey exists: 404 would say it does not) that says what to ask instead; a
+    request over a limit (LimitError) answers the status it carries (413 or 422)."""
     try:
         return Response(json.dumps(run()), mimetype="application/json")
     except (AnalysisError, ReportError) as exc:
-        raise Problem(422, str(exc)) from None
+        raise Problem(getattr(exc, "status", 422), str(exc)) from None
 
 
 def _two_question_analysis(survey_id: str, names: tuple[str, str], analyse: Any) -> Any:
@@ -220,7 +225,7 @@ def regression(survey_id: str) -> Any:
     if unknown:
         raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send formula and confidence")
     formula = body.get("formula")
-    if not isinstance(formula, str) or not formula.strip() or len(formula) > 2000:
+    if not isinstance(formula, str) or not formula.strip():
         raise Problem(422, "formula: expected a formula like 'smokes ~ region + adult'")
     confidence = body.get("confidence", current_app.config["CONFIDENCE"])
     try:
@@ -229,6 +234,9 @@ def regression(survey_id: str) -> Any:
         raise Problem(422, str(exc)) from None
     level = float(confidence)
     survey = SURVEYS.survey(record)
-    return _analysis(
-        lambda: stats.regress(survey, _stored_answers(survey_id), formula, level, verify=False)
+    limits = Limits.from_config(current_app.config)
+    return _analysis(  # the formula is data: stats/formula.py checks it against the grammar
+        lambda: stats.regress(
+            survey, _stored_answers(survey_id), formula, level, verify=False, limits=limits
+        )
     )

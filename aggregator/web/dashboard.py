@@ -8,15 +8,12 @@ API with its bearer tokens is not affected).
 
 from __future__ import annotations
 
-import hmac
 import io
 import re
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import segno
 from flask import (
@@ -30,7 +27,6 @@ from flask import (
     redirect,
     render_template,
     request,
-    session,
     stream_with_context,
     url_for,
 )
@@ -41,13 +37,14 @@ from wtforms import ValidationError
 
 from deniable.aggregator import stats
 from deniable.aggregator import surveys as actions
-from deniable.aggregator.credentials import digest
 from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import planning
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import parse_candidates, results_csv, results_document
+from deniable.aggregator.stats.limits import LimitError, Limits
 from deniable.aggregator.store import SurveyRecord
 from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.web import sessions
 from deniable.aggregator.web.charts import question_chart
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
@@ -80,7 +77,8 @@ SESSIONLESS_PATHS = ("/api/", "/healthz")
 
 
 class _SessionInterface(SecureCookieSessionInterface):
-    """Flask's signed cookie session, marked Secure whenever the request came over TLS."""
+    """Flask's signed cookie, marked Secure whenever the request came over TLS. It holds the
+    session id and the CSRF secret only: the session itself is stored (see sessions.py)."""
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
@@ -109,26 +107,10 @@ def init_dashboard(app: Flask) -> None:
 # -- authentication ---------------------------------------------------------------------------
 
 
-def _logged_in() -> bool:
-    known, since = session.get("token"), session.get("since")
-    if not isinstance(known, str) or not isinstance(since, int):
-        return False
-    if not 0 <= time.time() - since < 3600 * current_app.config["SESSION_HOURS"]:
-        return False  # the session is signed, not stored: it ends by its age
-    found = False
-    for stored in get_store().token_hashes():
-        found |= hmac.compare_digest(known, stored)
-    return found
-
-
 def _safe_next(target: str | None) -> str:
-    """A local path to go back to after logging in (never another host)."""
-    if not target or not target.startswith("/") or target.startswith("//"):
-        return url_for("dashboard.surveys")
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc or "\\" in target or not target.isprintable():
-        return url_for("dashboard.surveys")  # isprintable: no CR/LF to split a header with
-    return target
+    """A dashboard page of this host to go back to after logging in, with only the read-only
+    query parameters the dashboard itself produces (see sessions.safe_next)."""
+    return sessions.safe_next(target)
 
 
 @bp.before_request
@@ -143,8 +125,7 @@ def _guard() -> Any:
             raise CSRFError(str(exc)) from None
     if request.endpoint in ("dashboard.login", "dashboard.logout"):
         return None
-    if not _logged_in():
-        session.pop("token", None)
+    if not sessions.logged_in():  # server-side: see sessions.py
         return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
     return None
 
@@ -207,18 +188,13 @@ def _template_globals() -> dict[str, Any]:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Any:
-    """The login form; a valid researcher token starts a session."""
+    """The login form; a valid researcher token starts a session (stored server-side)."""
     error = None
     next_path = _safe_next(request.values.get("next"))
     if request.method == "POST":
         token = (request.form.get("token") or "").strip()
-        if token:
-            hashed = digest(token)
-            if any(hmac.compare_digest(hashed, h) for h in get_store().token_hashes()):
-                session.clear()
-                session["token"] = hashed
-                session["since"] = int(time.time())
-                return redirect(next_path)
+        if token and sessions.log_in(token):
+            return redirect(next_path)
         error = "That token is not valid here. Make one with `deniable-aggregator create-token`."
     status = 401 if error else 200
     return render_template("login.html", error=error, next=next_path), status
@@ -226,8 +202,8 @@ def login() -> Any:
 
 @bp.route("/logout", methods=["POST"])
 def logout() -> Any:
-    """End the session."""
-    session.clear()
+    """End the session, for every copy of its cookie."""
+    sessions.log_out()
     flash("You are logged out.")
     return redirect(url_for("dashboard.login"))
 
@@ -347,12 +323,18 @@ def survey(survey_id: str) -> str:
             confidence=confidence,
             simultaneous=simultaneous,
             candidates=candidates,
+            limits=Limits.from_config(current_app.config),
         )
         candidate_error = None
     except ValueError as exc:
         candidate_error = str(exc)
         doc = results_document(
-            resolved, n, support, confidence=confidence, simultaneous=simultaneous
+            resolved,
+            n,
+            support,
+            confidence=confidence,
+            simultaneous=simultaneous,
+            limits=Limits.from_config(current_app.config),
         )
     questions = []
     for entry in doc["questions"]:
@@ -407,12 +389,17 @@ def _stored_rows(survey_id: str) -> StoredAnswers:
     return StoredAnswers(get_store(), survey_id)
 
 
-@bp.route("/surveys/<survey_id>/analysis")
+@bp.route("/surveys/<survey_id>/analysis", methods=["GET", "POST"])
 def analysis(survey_id: str) -> str:
-    """Breakdowns by a plain question, cross-tabs and regression, from the stored reports."""
+    """Breakdowns by a plain question, cross-tabs and regression, from the stored reports.
+    Breakdowns and cross-tabs are bounded reads of a GET; a regression runs only from the
+    form's POST (with its CSRF token), so no link can run a formula: a GET's ?formula= only
+    fills the form's field."""
     record, resolved = _survey_or_404(survey_id)
     confidence = _confidence()
     args = request.args
+    posted = request.form if request.method == "POST" else {}
+    formula = posted.get("formula") or args.get("formula") or ""
     # Text questions are estimated per candidate on the survey's page, not in these analyses.
     randomized = [q for q in resolved.questions.values() if not q.plain and q.type != "text"]
     plain = [q for q in resolved.questions.values() if q.plain]
@@ -437,16 +424,22 @@ def analysis(survey_id: str) -> str:
             verify=False,
         ),
         "regression": lambda: stats.regress(
-            resolved, _stored_rows(survey_id), args["formula"], confidence, verify=False
+            resolved,
+            _stored_rows(survey_id),
+            posted["formula"],  # data, never Python: stats/formula.py checks the grammar
+            confidence,
+            verify=False,
+            limits=Limits.from_config(current_app.config),
         ),
     }
     needs = {
-        "breakdown": ("question", "by"),
-        "crosstab": ("first", "second"),
-        "regression": ("formula",),
+        "breakdown": (args, ("question", "by")),
+        "crosstab": (args, ("first", "second")),
+        "regression": (posted, ("formula",)),
     }
     for name, run in runs.items():
-        if all(args.get(key) for key in needs[name]):
+        source, keys = needs[name]
+        if all(source.get(key) for key in keys):
             try:
                 found[name] = run()
             except DeniableError as exc:
@@ -480,6 +473,7 @@ def analysis(survey_id: str) -> str:
         errors=errors,
         charts=charts,
         args=args,
+        formula=formula,
         confidence=confidence,
         example=_example_formula(randomized, plain),
     )
@@ -516,7 +510,11 @@ def download_csv(survey_id: str) -> Response:
             confidence=_confidence(),
             simultaneous=request.args.get("simultaneous") == "1",
             candidates=candidates,
+            limits=Limits.from_config(current_app.config),
         )
+    except LimitError as exc:
+        # A problem with the limit's own status (abort(413) would read as a body too large).
+        raise actions.ActionError(exc.status, str(exc)) from None
     except ValueError as exc:
         abort(400, description=str(exc))
     return Response(
@@ -595,7 +593,9 @@ def _create(text: str) -> SurveyRecord:
     except JSONTextError as exc:
         raise SurveyError(f"not valid JSON: {exc}") from None
     try:
-        record, created = actions.create_survey(get_store(), doc)
+        record, created = actions.create_survey(
+            get_store(), doc, Limits.from_config(current_app.config)
+        )
     except actions.ActionError as exc:
         raise SurveyError(str(exc)) from None
     if not created:

@@ -1,11 +1,15 @@
-"""Abuse limits: rate limits on report and enrollment posts, and on failed dashboard logins.
+"""Abuse limits: rate limits on reports and enrollments, and on failed dashboard logins.
 
-Flask-Limiter keeps its counters in this process's memory only: no client address reaches the
-database or the logs. With DENIABLE_RATE_LIMIT set (e.g. `60/minute`), every report or
-enrollment POST counts once against its client address, and every report (each report of a
-batch too) and enrollment counts once against its public key. Failed dashboard logins count
-against the address (DENIABLE_LOGIN_LIMIT, default 10/minute) and each is answered after a
-short delay. Over a limit: 429 problem+json with Retry-After.
+Counters live in this process's memory only (Flask-Limiter's and `limits`' memory storage): no
+client address reaches the database or the logs. With DENIABLE_RATE_LIMIT set (e.g.
+`60/minute`), the limits count reports, not requests: a POST of k reports (a batch) counts k
+against its client address, and each report counts once against its public key; an enrollment
+counts one against each. Reports and enrollments are counted apart per address. A request that
+would pass a limit is refused whole and counts nothing: 429 problem+json with Retry-After (send
+it again then, or a smaller batch now); a batch larger than the limit itself could never pass
+and gets 413 (send smaller batches). An address already at its limit is refused before its body
+is read. Failed dashboard logins count against the address (DENIABLE_LOGIN_LIMIT, default
+10/minute) and each is answered after a short delay.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -21,52 +27,97 @@ from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter
 from flask_limiter.errors import RateLimitExceeded
 from flask_limiter.util import get_remote_address
-from limits import parse_many
+from limits import RateLimitItem, parse_many
+from limits.strategies import RateLimiter
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from deniable.aggregator.web.problems import Problem, problem_response
 
 EXTENSION = "deniable.limiter"
+REPORTS = "api.reports"
+ENROLLMENTS = "api.enrollments"
 #: Endpoints whose POSTs are limited per address and per public key.
-LIMITED = ("api.reports", "api.enrollments")
+LIMITED = (REPORTS, ENROLLMENTS)
 LOGIN = "dashboard.login"
+
+#: A limit is tested and then taken under this lock, so a refused request counts nothing and
+#: concurrent requests of one process never take more than the limit together.
+_COUNTING = threading.Lock()
 
 
 def _retry_after(reset_at: float) -> str:
     return str(max(1, math.ceil(reset_at - time.time())))
 
 
-def _public_keys(body: bytes) -> list[str]:
-    """The public_key of each report (or the enrollment) in a request body; [] if unreadable."""
+def _posted(endpoint: str, body: bytes, max_batch: int) -> tuple[int, list[str]]:
+    """How many reports (or enrollments) a POST counts for, and their public keys. A body the
+    view refuses whole before any signature check (unreadable, an empty batch, a batch over
+    DENIABLE_MAX_BATCH) counts one and no key."""
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
-        return []
-    if isinstance(value, dict) and isinstance(value.get("reports"), list):
+        return 1, []
+    if endpoint == REPORTS and isinstance(value, dict) and isinstance(value.get("reports"), list):
         value = value["reports"]
-    items = value if isinstance(value, list) else [value]
-    return [
+    items = value if endpoint == REPORTS and isinstance(value, list) else [value]
+    if not items or len(items) > max_batch:
+        return 1, []
+    keys = [
         item["public_key"][:64]
         for item in items
         if isinstance(item, dict) and isinstance(item.get("public_key"), str)
     ]
+    return len(items), keys
 
 
-def _limited_by_key(limiter: Limiter, rate: str) -> None:
-    """Count each report's (or enrollment's) public key; 429 once one is over the limit."""
+def _refuse_over(
+    strategy: RateLimiter, items: list[RateLimitItem], who: tuple[str, ...], cost: int, what: str
+) -> None:
+    """Raise a 429 if taking `cost` from `who`'s counters would pass one of the limits."""
+    for item in items:
+        if not strategy.test(item, *who, cost=cost):
+            reset_at, remaining = strategy.get_window_stats(item, *who)
+            raise Problem(
+                429,
+                f"too many {what} (limit {item}; this request counts {cost}, "
+                f"{remaining} left now); wait and send again",
+                headers={"Retry-After": _retry_after(reset_at)},
+            )
+
+
+def _count_posts(limiter: Limiter, rate: str) -> None:
+    """Count a report or enrollment POST against its address (k for a batch of k) and each
+    report's public key; refuse it whole (429, or 413 for a batch no window admits) if one of
+    them would pass the limit, else take them all."""
     if request.method != "POST" or request.endpoint not in LIMITED:
         return
     strategy = limiter.limiter
-    for key in _public_keys(request.get_data(cache=True)):
-        for item in parse_many(rate):
-            if not strategy.hit(item, "deniable-key", key):
-                reset_at, _ = strategy.get_window_stats(item, "deniable-key", key)
-                raise Problem(
-                    429,
-                    f"too many reports or enrollments from one key (limit {item}); "
-                    "wait and send again",
-                    headers={"Retry-After": _retry_after(reset_at)},
-                )
+    items = parse_many(rate)
+    kind = "reports" if request.endpoint == REPORTS else "enrollments"
+    address = ("deniable-address", request.endpoint, get_remote_address())
+    with _COUNTING:  # an address at its limit costs no body read nor parse
+        _refuse_over(strategy, items, address, 1, f"{kind} from this address")
+    count, keys = _posted(
+        request.endpoint, request.get_data(cache=True), current_app.config["MAX_BATCH"]
+    )
+    smallest = min(items, key=lambda item: item.amount)
+    if count > smallest.amount:
+        raise Problem(
+            413,
+            f"a batch of {count} reports is more than the rate limit lets one address send at "
+            f"once ({smallest}, DENIABLE_RATE_LIMIT); send batches of at most "
+            f"{smallest.amount} reports",
+        )
+    charges = [(address, count, f"{kind} from this address")] + [
+        (("deniable-key", key), n, "reports or enrollments from one key")
+        for key, n in Counter(keys).items()
+    ]
+    with _COUNTING:
+        for who, cost, what in charges:
+            _refuse_over(strategy, items, who, cost, what)
+        for who, cost, _ in charges:
+            for item in items:
+                strategy.hit(item, *who, cost=cost)
 
 
 def _belongs_to(func: object, limiter: Limiter) -> bool:
@@ -110,14 +161,11 @@ def init_limits(app: Flask) -> Limiter:
     app.extensions[EXTENSION] = limiter
     app.register_error_handler(RateLimitExceeded, _too_many)
     rate = app.config.get("RATE_LIMIT")
-    if rate:
-        for endpoint in LIMITED:  # the wrapped view checks the limit (this app's views only)
-            view = app.view_functions[endpoint]
-            app.view_functions[endpoint] = limiter.limit(rate, methods=["POST"])(view)
+    if rate:  # report_endpoint's fast path is not installed then: every report comes here
 
         @app.before_request
-        def _per_key() -> None:
-            _limited_by_key(limiter, rate)
+        def _rate_limit() -> None:
+            _count_posts(limiter, rate)
 
     login_rate = app.config.get("LOGIN_LIMIT")
     if login_rate and LOGIN in app.view_functions:

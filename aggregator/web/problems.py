@@ -15,6 +15,7 @@ from typing import Any
 from flask import Flask, Response, current_app
 from werkzeug.exceptions import HTTPException
 
+from deniable.aggregator.stats.limits import LimitError
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.surveys import ActionError
 
@@ -108,6 +109,8 @@ def response_for(exc: Exception, logger: logging.Logger) -> Response:
         return _problem(exc)
     if isinstance(exc, ActionError):
         return _action_error(exc)
+    if isinstance(exc, LimitError):  # a request over a documented limit, wherever it surfaced
+        return problem_response(exc.status, str(exc))
     if isinstance(exc, StoreError | sqlite3.OperationalError):
         return _store_error(exc, logger)
     return _unexpected(exc, logger)

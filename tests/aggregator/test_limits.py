@@ -14,6 +14,7 @@ from flask import Flask
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.report_endpoint import ReportEndpoint
 from deniable.shared import Survey
 from tests.aggregator.conftest import SURVEY_DOC, TOKEN
 
@@ -65,16 +66,94 @@ def test_reports_are_limited_per_address(tmp_path, report_for, caplog):
     assert "192.0.2." not in caplog.text  # no address reaches the logs
 
 
-def test_reports_are_limited_per_key_and_each_report_of_a_batch_counts(tmp_path, report_for):
-    app, survey = limited_app(tmp_path, RATE_LIMIT="2/minute")
-    report = report_for(survey)
-    assert post(app, report, address="192.0.2.1").status_code == 201
-    assert post(app, report, address="192.0.2.2").status_code == 200  # duplicate
-    response = post(app, report, address="192.0.2.3")
+def stored(app: Flask, survey: Survey) -> int:
+    """The survey's number of stored reports."""
+    with app.app_context():
+        return get_store().tallies(survey.id)[0]
+
+
+def results(response: Any) -> list[str]:
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return [item["result"] for item in response.json["results"]]
+
+
+def test_reports_are_limited_per_key_and_a_refused_batch_counts_nothing(tmp_path, report_for):
+    app, survey = limited_app(tmp_path, RATE_LIMIT="3/minute")
+    first = report_for(survey)  # its key sends it again below: each post counts against it
+    assert post(app, first, address="192.0.2.1").status_code == 201
+    batch = {"reports": [first, first, report_for(survey)]}
+    assert results(post(app, batch, address="192.0.2.2")) == ["duplicate"] * 2 + ["accepted"]
+    response = post(app, first, address="192.0.2.3")  # the key's fourth
     assert_429(response)
     assert "one key" in response.json["detail"]
-    batch = {"reports": [report_for(survey)] * 3}
-    assert_429(post(app, batch, address="192.0.2.4"))
+    fresh = report_for(survey)
+    assert_429(post(app, {"reports": [fresh, first]}, address="192.0.2.4"))
+    assert stored(app, survey) == 2  # refused whole: `fresh` was not stored
+    # ... and counted nothing, against the address or the fresh key
+    assert [post(app, fresh, address="192.0.2.4").status_code for _ in range(3)] == [201, 200, 200]
+    assert_429(post(app, fresh, address="192.0.2.4"))
+
+
+def test_a_batch_of_k_counts_k_against_the_address(tmp_path, report_for):
+    app, survey = limited_app(tmp_path, RATE_LIMIT="10/minute")
+    assert (
+        results(post(app, {"reports": [report_for(survey) for _ in range(6)]})) == ["accepted"] * 6
+    )
+    five = {"reports": [report_for(survey) for _ in range(5)]}
+    response = post(app, five)
+    assert_429(response)
+    assert "counts 5, 4 left" in response.json["detail"]
+    assert stored(app, survey) == 6
+    assert results(post(app, [report_for(survey) for _ in range(4)])) == ["accepted"] * 4
+    assert_429(post(app, report_for(survey)))  # 6 + 4 = 10: a single report is one too many
+    assert results(post(app, five, address="192.0.2.2")) == ["accepted"] * 5  # per address
+    assert stored(app, survey) == 15
+
+
+def test_single_reports_after_a_batch_of_the_limit_are_refused(tmp_path, report_for):
+    app, survey = limited_app(tmp_path, RATE_LIMIT="10/minute")
+    assert (
+        results(post(app, {"reports": [report_for(survey) for _ in range(10)]}))
+        == ["accepted"] * 10
+    )
+    for _ in range(3):
+        assert_429(post(app, report_for(survey)))
+    assert stored(app, survey) == 10
+
+
+def test_a_batch_no_window_admits_is_413_and_counts_nothing(tmp_path, report_for):
+    app, survey = limited_app(tmp_path, RATE_LIMIT="100/hour;10/minute")
+    response = post(app, {"reports": [report_for(survey) for _ in range(11)]})
+    assert response.status_code == 413 and response.mimetype == PROBLEM
+    detail = response.json["detail"]
+    assert "DENIABLE_RATE_LIMIT" in detail and "at most 10 reports" in detail, detail
+    assert "Retry-After" not in response.headers  # waiting would not help
+    assert (
+        results(post(app, {"reports": [report_for(survey) for _ in range(10)]}))
+        == ["accepted"] * 10
+    )
+
+
+def test_enrollments_count_one_each(tmp_path):
+    app, survey = limited_app(tmp_path, RATE_LIMIT="3/minute")
+
+    def enroll(body: Any) -> Any:
+        return app.test_client().post(
+            f"/api/v1/surveys/{survey.id}/enrollments",
+            json=body,
+            environ_base={"REMOTE_ADDR": "192.0.2.1"},
+        )
+
+    shaped_like_a_batch = {"reports": [{"public_key": f"k{i}"} for i in range(3)]}
+    assert [enroll(shaped_like_a_batch).status_code for _ in range(3)] == [422] * 3
+    assert_429(enroll({}))
+
+
+def test_the_rate_limit_sees_every_report_request(tmp_path):
+    """With a rate limit, no report skips it through the WSGI fast path."""
+    app, _ = limited_app(tmp_path, RATE_LIMIT="10/minute")
+    assert not isinstance(app.wsgi_app, ReportEndpoint)
+    assert isinstance(limited_app(tmp_path / "fast")[0].wsgi_app, ReportEndpoint)
 
 
 def test_rate_limit_setting_is_checked(tmp_path):

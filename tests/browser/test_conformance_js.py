@@ -85,3 +85,26 @@ def test_the_browsers_sha256_is_webcryptos(live_server: Any, page: Any) -> None:
         }"""
     )
     assert same is True, f"differs at {same} bytes"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_browser_module_follows_every_delivery_vector(live_server: Any, page: Any) -> None:
+    """classifyDelivery in Chromium against delivery.json, which the Python client passes too
+    (tests/client/test_delivery_conformance.py)."""
+    cases = load("delivery.json")
+    page.goto(f"{live_server.url}/s/nothing-here")
+    got = page.evaluate(
+        """async (cases) => {
+            const m = await import('/static/deniable.js');
+            return cases.map((c) => {
+              const retry = Object.entries(c.headers).find(([k]) => k.toLowerCase() === 'retry-after');
+              const d = m.classifyDelivery(c.status, c.content_type, retry ? retry[1] : null,
+                                           c.body, c.report_id, c.index, c.now);
+              return { outcome: d.outcome, reason: d.reason, retry_after_seconds: d.retryAfter };
+            });
+        }""",
+        cases,
+    )
+    wrong = [(c["name"], g) for c, g in zip(cases, got, strict=True) if g != c["expected"]]
+    assert not wrong
+    assert len(got) == len(cases) > 100

@@ -71,3 +71,40 @@ def test_wal_mode(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         row = conn.execute("SELECT count(*) FROM reports").fetchone()
     assert json.dumps(row) == "[0]"
+
+
+#: The ledger as version 1 wrote it (before retry_at).
+SCHEMA_V1 = """
+CREATE TABLE reports (
+    server TEXT NOT NULL, survey TEXT NOT NULL, survey_hash TEXT NOT NULL, title TEXT NOT NULL,
+    epsilon REAL NOT NULL, report_id TEXT NOT NULL UNIQUE, report TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'rejected')), result TEXT,
+    reason TEXT, attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, PRIMARY KEY (server, survey)
+);
+"""
+
+
+def test_a_version_1_ledger_keeps_its_reports_and_learns_retry_at(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    old = report("s1")
+    with sqlite3.connect(home / "ledger.sqlite3") as conn:
+        conn.executescript(SCHEMA_V1)
+        conn.execute(
+            "INSERT INTO reports VALUES ('http://a', 's1', ?, 'T', 1.5, ?, ?, 'pending', NULL,"
+            " 'HTTP 503: busy', 1, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+            (old["survey_hash"], old["report_id"], json.dumps(old)),
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    ledger = Ledger(home)
+    (pending,) = ledger.pending()
+    assert pending.report == old and pending.entry.retry_at is None
+    ledger.mark(str(old["report_id"]), "pending", None, "HTTP 429: later", "2030-01-01T00:00:00Z")
+    (pending,) = ledger.pending()
+    assert (pending.entry.reason, pending.entry.retry_at) == (
+        "HTTP 429: later",
+        "2030-01-01T00:00:00Z",
+    )
+    assert ledger.spent() == 1.5

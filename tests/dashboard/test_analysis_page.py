@@ -12,6 +12,7 @@ from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
+from tests.dashboard.conftest import csrf_of
 
 DOC = {
     "id": "covariates",
@@ -54,6 +55,16 @@ def page(client, **query):
     return response.get_data(as_text=True)
 
 
+def fit(client, formula, **form):
+    """Submit the regression form as a browser does: a POST with the page's CSRF token."""
+    csrf = csrf_of(page(client))
+    response = client.post(
+        "/surveys/covariates/analysis", data={"formula": formula, "csrf_token": csrf, **form}
+    )
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
 def test_the_survey_page_links_to_the_analysis(researcher, with_covariates):
     html = researcher.get("/surveys/covariates").get_data(as_text=True)
     assert 'id="analysis-link" href="/surveys/covariates/analysis"' in html
@@ -73,7 +84,7 @@ def test_the_joint_table_has_a_cell_per_pair(researcher, with_covariates):
 
 
 def test_the_regression_form_shows_the_coefficients(researcher, with_covariates):
-    html = page(researcher, formula="smokes ~ region")
+    html = fit(researcher, "smokes ~ region")
     table = html.split('id="regression-result"', 1)[1].split("</table>", 1)[0]
     assert "Intercept" in table and "region[T.south]" in table
 
@@ -81,8 +92,6 @@ def test_the_regression_form_shows_the_coefficients(researcher, with_covariates)
 @pytest.mark.parametrize(
     "query, message",
     [
-        ({"formula": "region ~ smokes"}, "plain"),
-        ({"formula": "smokes ~ nope"}, "no question"),
         ({"first": "smokes", "second": "smokes"}, "itself"),
         ({"question": "region", "by": "region"}, "plain"),
     ],
@@ -90,6 +99,34 @@ def test_the_regression_form_shows_the_coefficients(researcher, with_covariates)
 def test_errors_are_shown_on_the_page(researcher, with_covariates, query, message):
     html = page(researcher, **query)
     assert re.search(rf'class="flash error" role="alert">[^<]*{message}', html), message
+
+
+@pytest.mark.parametrize(
+    "formula, message",
+    [
+        ("region ~ smokes", "plain"),
+        ("smokes ~ nope", "no question"),
+        ("smokes ~ np.exp(region)", "attribute access"),
+    ],
+)
+def test_regression_errors_are_shown_on_the_page(researcher, with_covariates, formula, message):
+    html = fit(researcher, formula)
+    assert re.search(rf'class="flash error" role="alert">[^<]*{message}', html), message
+    assert 'id="regression-result"' not in html
+
+
+def test_a_get_with_a_formula_fits_nothing_and_only_fills_the_field(researcher, with_covariates):
+    html = page(researcher, formula="smokes ~ region")
+    assert 'id="regression-result"' not in html and 'role="alert"' not in html
+    assert 'value="smokes ~ region"' in html  # prefilled, for the researcher to submit
+    form = html.split('id="regression-title"', 1)[1].split("</form>", 1)[0]
+    assert 'method="post"' in form and 'name="csrf_token"' in form
+
+
+def test_a_regression_post_without_the_csrf_token_fits_nothing(researcher, with_covariates):
+    response = researcher.post("/surveys/covariates/analysis", data={"formula": "smokes ~ region"})
+    assert response.status_code == 400
+    assert 'id="regression-result"' not in response.get_data(as_text=True)
 
 
 def test_the_analysis_page_needs_a_login(client, with_covariates):

@@ -556,40 +556,159 @@ export async function enroll(server, survey, hash, key, invitation) {
   if (!response.ok) throw new Error(await problemDetail(response));
 }
 
-/** POST the entry's stored report; the entry with its new status (sent, duplicate, queued or
- * rejected), saved. A network failure leaves it queued for the next try. */
-export async function send(server, entry) {
-  let response;
+// ---------------------------------------------------------------------------------------
+// The delivery policy (as deniable.client.delivery; tests/conformance/delivery.json): a 2xx
+// naming the report gives its result; 408, 425, 429, 5xx and anything but the aggregator's own
+// problem+json leave it queued, sent again after Retry-After (at most a day) or a backoff;
+// any other 4xx problem+json rejects it with its detail.
+
+export const MAX_RETRY_AFTER = 86400;
+const MAX_BACKOFF = 3600;
+const TRANSIENT = [408, 425, 429];
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const IMF_FIXDATE =
+  /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) ([A-Z][a-z]{2}) ([0-9]{4}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT$/;
+const trimOWS = (text) => String(text).replace(/^[ \t]+|[ \t]+$/g, "");
+
+/** Server text as it is kept and shown: one line, no control or bidirectional formatting
+ * characters, at most `limit` characters. */
+export function plainText(text, limit = 300) {
+  const line = String(text)
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, " ")
+    .split(PY_SPACE)
+    .filter((part) => part !== "")
+    .join(" ");
+  const chars = Array.from(line);
+  return chars.length <= limit ? line : `${chars.slice(0, limit - 1).join("")}…`;
+}
+
+/** The seconds a Retry-After value (delay-seconds or an IMF-fixdate) asks to wait, capped at a
+ * day (a date past is 0); null when absent or malformed. `now` in seconds since the epoch. */
+export function retryAfterSeconds(value, now = Date.now() / 1000) {
+  if (value === null || value === undefined) return null;
+  const text = trimOWS(value);
+  if (/^[0-9]+$/.test(text)) return Math.min(Number(text), MAX_RETRY_AFTER);
+  const m = IMF_FIXDATE.exec(text);
+  const month = m ? MONTHS.indexOf(m[2]) : -1;
+  if (month < 0) return null;
+  const [day, year, hour, minute, second] = [1, 3, 4, 5, 6].map((i) => Number(m[i]));
+  const when = new Date(Date.UTC(year, month, day, hour, minute, second));
+  const exact = [when.getUTCDate(), when.getUTCHours(), when.getUTCMinutes(), when.getUTCSeconds()];
+  if (year < 1970 || exact.join() !== [day, hour, minute, second].join()) return null;
+  return Math.min(Math.max(0, Math.ceil(when.getTime() / 1000 - now)), MAX_RETRY_AFTER);
+}
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isProblem = (type) =>
+  trimOWS(String(type || "").split(";")[0]).toLowerCase() === "application/problem+json";
+
+function said(found) {
+  for (const key of ["detail", "reason", "title"]) {
+    const text = typeof found[key] === "string" ? plainText(found[key]) : "";
+    if (text) return text;
+  }
+  return null;
+}
+
+/** What an answer to POST /api/v1/reports means for the report `reportId`, sent alone (`index`
+ * null) or as item `index` of a batch: {outcome, reason, retryAfter} (seconds, or null). */
+export function classifyDelivery(
+  status, contentType, retryAfter, bodyText, reportId, index = null, now = Date.now() / 1000,
+) {
+  let found = null;
   try {
-    response = await fetch(new URL("/api/v1/reports", server), {
+    found = JSON.parse(bodyText);
+  } catch {
+    // not JSON: no result, and no problem
+  }
+  let why;
+  if (status >= 200 && status < 300) {
+    let item = found;
+    if (index !== null) {
+      item = isObject(found) && Array.isArray(found.results) ? found.results[index] : null;
+    }
+    if (isObject(item) && item.report_id === reportId) {
+      if (item.result === "accepted" || item.result === "duplicate") {
+        return { outcome: item.result, reason: null, retryAfter: null };
+      }
+      if (item.result === "rejected") {
+        return { outcome: "rejected", reason: said(item) || `HTTP ${status}`, retryAfter: null };
+      }
+    }
+    why = "no result for this report";
+  } else if (isProblem(contentType) && isObject(found)) {
+    if (status >= 400 && status < 500 && !TRANSIENT.includes(status)) {
+      return { outcome: "rejected", reason: said(found) || `HTTP ${status}`, retryAfter: null };
+    }
+    why = said(found) || "no detail";
+  } else {
+    const redirect = status >= 300 && status < 400;
+    why = redirect ? "a redirect, not the aggregator's answer" : "not the aggregator's answer";
+  }
+  const wait = retryAfterSeconds(retryAfter, now);
+  return { outcome: "queued", reason: `HTTP ${status}: ${why}`, retryAfter: wait };
+}
+
+/** The entry after a delivery: its outcome and reason; if queued, when to try again
+ * (`retry_at`, ms): Retry-After if the server gave one (a `firm` time), else a doubling backoff. */
+function settled(entry, delivery, now = Date.now()) {
+  const { outcome, reason, retryAfter } = delivery;
+  if (outcome !== "queued") return { ...entry, status: outcome, reason, retry_at: null };
+  const attempts = (entry.attempts || 0) + 1;
+  const backoff = Math.min(MAX_BACKOFF, 5 * 2 ** Math.min(attempts - 1, 12));
+  const firm = retryAfter !== null;
+  const retryAt = now + 1000 * (firm ? retryAfter : backoff);
+  return { ...entry, status: "queued", reason, attempts, firm, retry_at: retryAt };
+}
+
+/** POST the entry's stored report; the entry with its new status (accepted, duplicate, queued
+ * or rejected) by the delivery policy, saved. A network failure leaves it queued too. */
+export async function send(server, entry) {
+  let delivery;
+  try {
+    const response = await fetch(new URL("/api/v1/reports", server), {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(entry.report),
+      redirect: "manual", // as the Python client: a redirect is no answer (and hides its status)
     });
+    const status = response.type === "opaqueredirect" ? 300 : response.status;
+    const header = (name) => response.headers.get(name);
+    const text = await response.text();
+    const id = entry.report.report_id;
+    delivery = classifyDelivery(status, header("Content-Type"), header("Retry-After"), text, id);
   } catch {
-    return entry; // offline: stays queued
+    delivery = { outcome: "queued", reason: "the aggregator could not be reached", retryAfter: null };
   }
-  let updated;
-  if (response.status === 201 || response.status === 200) {
-    const body = await response.json();
-    updated = { ...entry, status: body.result === "duplicate" ? "duplicate" : "accepted" };
-  } else if ((response.headers.get("Content-Type") || "").startsWith("application/problem+json")) {
-    updated = { ...entry, status: "rejected", reason: await problemDetail(response) };
-  } else {
-    return entry; // a proxy's or overloaded server's answer: try again later
-  }
+  const updated = settled(entry, delivery);
   await saveEntry(server, entry.report.survey, updated);
   return updated;
 }
 
-/** Send every queued report of this server again (on load and when the browser is online). */
-export async function resendQueued(server) {
+/** Whether a queued entry is due: its time has come, or (`eager`: the page opened, the network
+ * came back) it waits on a backoff rather than on a firm time. */
+function due(entry, eager, now) {
+  return !entry.retry_at || entry.retry_at <= now || (eager && !entry.firm);
+}
+
+/** Send this server's queued reports that are due again; every queued entry, as it is now. */
+export async function resendQueued(server, { eager = false, now = Date.now() } = {}) {
   const origin = new URL(server).origin;
-  const sent = [];
+  const out = [];
   for (const entry of await allEntries()) {
-    if (entry.status === "queued" && entry.server === origin) sent.push(await send(server, entry));
+    if (entry.status !== "queued" || entry.server !== origin) continue;
+    out.push(due(entry, eager, now) ? await send(server, entry) : entry);
   }
-  return sent;
+  return out;
+}
+
+/** When this server's next queued report is due (ms since the epoch), or null if none waits. */
+export async function nextRetry(server) {
+  const origin = new URL(server).origin;
+  const times = (await allEntries())
+    .filter((entry) => entry.status === "queued" && entry.server === origin)
+    .map((entry) => entry.retry_at || 0);
+  return times.length ? Math.min(...times) : null;
 }
 
 /** Answer a survey: randomize every true answer, sign, store (before sending), send.
@@ -625,6 +744,8 @@ export async function answer(server, survey, hash, truth, { cap = 10, invitation
     epsilon: survey.epsilon,
     status: "queued",
     stored_at: new Date().toISOString(),
+    retry_at: Date.now() + 60_000, // being sent now: no retry round sends it meanwhile
+    firm: true,
   };
   const stored = await addEntry(server, survey.id, entry);
   return send(server, stored);

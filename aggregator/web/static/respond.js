@@ -4,6 +4,7 @@ import {
   answer,
   epsilonSpent,
   fetchSurvey,
+  nextRetry,
   normalizeText,
   resendQueued,
   storedEntry,
@@ -32,7 +33,7 @@ function invitationCode() {
 const STATUS_TEXT = {
   accepted: "accepted: the aggregator stored your randomized report",
   duplicate: "already received: the aggregator had this report (it is counted once)",
-  queued: "waiting to be sent: stored on this device, sent when the aggregator can be reached",
+  queued: "waiting to be sent: kept on this device, sent again by itself (now or on your next visit)",
   rejected: "refused by the aggregator",
 };
 
@@ -53,7 +54,8 @@ function showReceipt(survey, entry) {
   receipt.dataset.reportId = entry.report.report_id;
   receipt.dataset.status = entry.status;
   document.getElementById("receipt-id").textContent = entry.report.report_id;
-  const reason = entry.reason ? `: ${entry.reason}` : "";
+  let reason = "";
+  if (entry.reason) reason = `${entry.status === "queued" ? ". Last try" : ""}: ${entry.reason}`;
   document.getElementById("receipt-status").textContent = STATUS_TEXT[entry.status] + reason;
   const list = document.getElementById("receipt-answers");
   list.replaceChildren(
@@ -133,16 +135,10 @@ async function start() {
     return;
   }
   const { survey, hash } = published;
-  let entry = await storedEntry(server, surveyId);
-  if (entry) {
-    showReceipt(survey, entry);
-    if (entry.status === "queued") showReceipt(survey, (entry = await sendAgain(survey, entry)));
-  }
-  window.addEventListener("online", async () => {
-    await resendQueued(server);
-    const now = await storedEntry(server, surveyId);
-    if (now) showReceipt(survey, now);
-  });
+  const entry = await storedEntry(server, surveyId);
+  if (entry) showReceipt(survey, entry);
+  retryQueued(survey, { eager: true }); // each open sends what waits, unless told to wait
+  window.addEventListener("online", () => retryQueued(survey, { eager: true }));
   const spent = await showSpent();
   const button = form.querySelector("button[type=submit]");
   if (spent + survey.epsilon > cap + 1e-9 && !entry) {
@@ -169,6 +165,7 @@ async function start() {
       showReceipt(survey, done);
       await showSpent();
       document.getElementById("receipt").focus();
+      await scheduleRetry(survey);
     } catch (error) {
       say(error.message, { error: true });
       button.disabled = false;
@@ -176,11 +173,30 @@ async function start() {
   });
 }
 
-async function sendAgain(survey, entry) {
-  const [sent] = (await resendQueued(server)).filter(
-    (e) => e.report.report_id === entry.report.report_id,
-  );
-  return sent || entry;
+// Queued reports are sent again when due (deniable.js's delivery policy): by a timer while the
+// page is open, when the browser is back online, and on each open. One round at a time, so
+// the page never posts a report twice at once (the aggregator counts a report_id once anyway).
+let retrying = null;
+let retryTimer = null;
+
+function retryQueued(survey, options = {}) {
+  retrying ??= (async () => {
+    try {
+      await resendQueued(server, options);
+      const entry = await storedEntry(server, surveyId);
+      if (entry) showReceipt(survey, entry);
+    } finally {
+      retrying = null;
+    }
+    await scheduleRetry(survey);
+  })();
+  return retrying;
+}
+
+async function scheduleRetry(survey) {
+  clearTimeout(retryTimer);
+  const at = await nextRetry(server);
+  if (at !== null) retryTimer = setTimeout(() => retryQueued(survey), Math.max(0, at - Date.now()));
 }
 
 start();

@@ -1,0 +1,106 @@
+"""No GET changes anything: every GET route is one reviewed as a read, and requesting each of
+them, with the queries a hostile link could carry, leaves the database as it was (dashboard
+sessions aside: a dead session is deleted when its cookie comes back)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from deniable.aggregator.store.sqlite import DB_FILE
+from tests.dashboard.conftest import TOKEN
+
+#: Every endpoint that answers GET, each reviewed: it reads (the store, a file or its
+#: arguments) and writes nothing. Rate-limit counters, the retention timer (a purge the
+#: operator's DENIABLE_RETENTION_DAYS schedules, whatever the request) and the purge of expired
+#: dashboard sessions are the only state a GET may touch. A new GET route fails this test until
+#: it is reviewed and added here.
+REVIEWED_READS = {
+    "static": "the respondent page's scripts and styles",
+    "dashboard.static": "the dashboard's stylesheet and scripts",
+    "api.healthz": "a database ping",
+    "api.openapi": "a file",
+    "api.get_survey": "a survey",
+    "api.list_surveys": "the survey list",
+    "api.results": "estimates from the tallies (candidates bounded by their limits)",
+    "api.results_as_csv": "the same as CSV",
+    "api.reports_jsonl": "the stored reports, streamed",
+    "api.breakdown": "a bounded analysis of two question ids",
+    "api.crosstab": "a bounded analysis of two question ids",
+    "respond.page": "the respondent page",
+    "dashboard.login": "the login form (POST logs in)",
+    "dashboard.surveys": "the survey list",
+    "dashboard.survey": "a survey's results",
+    "dashboard.qr_code": "a QR code of the respondent link",
+    "dashboard.analysis": "breakdowns and cross-tabs of question ids (regression is a POST)",
+    "dashboard.count": "a survey's report count",
+    "dashboard.download_csv": "the results as CSV",
+    "dashboard.download_reports": "the stored reports, streamed",
+    "dashboard.new_survey": "the form and the planner's arithmetic (POST creates)",
+}
+
+#: What a link may point a logged-in researcher's browser at.
+GETS = [
+    "/",
+    "/login?next=/surveys/habits",
+    "/surveys/habits",
+    "/surveys/habits?confidence=0.9&simultaneous=1&candidates=a,b",
+    "/surveys/habits/qr.svg",
+    "/surveys/habits/analysis?question=smokes&by=party",
+    "/surveys/habits/analysis?first=smokes&second=party",
+    "/surveys/habits/analysis?formula=smokes+~+party",
+    "/surveys/habits/count.json",
+    "/surveys/habits/results.csv",
+    "/surveys/habits/reports.jsonl",
+    "/surveys/new?epsilon=1&margin=0.05&document=%7B%7D",
+    "/surveys/habits/close",
+    "/surveys/habits/invitations?count=5",
+    "/logout",
+    "/assets/dashboard.css",
+    "/static/deniable.js",
+    "/s/habits",
+    "/healthz",
+    "/api/v1/openapi.json",
+    "/api/v1/surveys",
+    "/api/v1/surveys/habits",
+    "/api/v1/surveys/habits/results?confidence=0.9",
+    "/api/v1/surveys/habits/results.csv",
+    "/api/v1/surveys/habits/reports.jsonl",
+    "/api/v1/surveys/habits/breakdown?question=smokes&by=party",
+    "/api/v1/surveys/habits/crosstab?first=smokes&second=party",
+    "/api/v1/surveys/habits/regression?formula=smokes+~+party",
+    "/api/v1/surveys/habits/close",
+    "/api/v1/surveys/habits/invitations",
+    "/api/v1/reports",
+]
+
+
+def _dump(app: Flask) -> list[str]:
+    """Every row of every table but the dashboard sessions, as SQL text."""
+    with sqlite3.connect(Path(app.config["DATA_DIR"]) / DB_FILE) as conn:
+        return [line for line in conn.iterdump() if not line.startswith('INSERT INTO "sessions"')]
+
+
+def test_every_get_route_is_a_reviewed_read(app: Flask) -> None:
+    answering_get = {rule.endpoint for rule in app.url_map.iter_rules() if "GET" in rule.methods}
+    assert answering_get == set(REVIEWED_READS)
+
+
+def test_no_get_changes_the_database(app: Flask, researcher: FlaskClient) -> None:
+    before = _dump(app)
+    assert any("habits" in line for line in before)
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    statuses = {}
+    for path in GETS:
+        for method in (researcher.get, researcher.head):
+            response = method(path, headers=bearer)
+            response.close()
+            statuses[path] = response.status_code
+    assert all(status < 500 for status in statuses.values()), statuses
+    for post_only in ("/surveys/habits/close", "/logout", "/api/v1/surveys/habits/close"):
+        assert statuses[post_only] == 405
+    assert researcher.get("/").status_code == 200  # still logged in: GET /logout ends nothing
+    assert _dump(app) == before

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench docs docs-settings clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,14 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/client.py
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/analysis.py
+	$(BIN)/python benchmarks/results_cpu.py
 	$(BIN)/python benchmarks/accuracy.py --numbers-only
 
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+docs-settings: $(STAMP)
+	$(BIN)/python scripts/docs_settings.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache

@@ -8,6 +8,13 @@ try:
     from deniable.aggregator.stats.analyze import analyze
     from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
     from deniable.aggregator.stats.regress import regress
+    from deniable.aggregator.stats.results import (
+        Breakdown,
+        Crosstab,
+        QuestionResults,
+        RegressionResults,
+        SurveyResults,
+    )
     from deniable.aggregator.web.app import create_app
 except ImportError as _missing:  # a client-only install: say what to add, on first use
     _reason = str(_missing)
@@ -18,4 +25,16 @@ except ImportError as _missing:  # a client-only install: say what to add, on fi
         )
 
 
-__all__ = ["AnalysisError", "analyze", "breakdown", "create_app", "crosstab", "regress"]
+__all__ = [
+    "AnalysisError",
+    "Breakdown",
+    "Crosstab",
+    "QuestionResults",
+    "RegressionResults",
+    "SurveyResults",
+    "analyze",
+    "breakdown",
+    "create_app",
+    "crosstab",
+    "regress",
+]

@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deniable.shared.errors import DeniableError
 
@@ -28,6 +28,9 @@ def _whole(name: str, low: int, high: int | None = None) -> Callable[[str], int]
             raise ConfigError(f"{name}: expected a whole number {bound}, got {text!r}")
         return value
 
+    parse.kind = (
+        f"whole number, {low} to {high}" if high is not None else f"whole number, at least {low}"
+    )
     return parse
 
 
@@ -43,6 +46,7 @@ def _confidence(name: str) -> Callable[[str], float]:
             )
         return value
 
+    parse.kind = "number between 0 and 1"
     return parse
 
 
@@ -56,6 +60,7 @@ def _seconds(name: str, high: float) -> Callable[[str], float]:
             raise ConfigError(f"{name}: expected seconds from 0 to {high:g}, got {text!r}")
         return value
 
+    parse.kind = f"seconds, 0 to {high:g}"
     return parse
 
 
@@ -66,6 +71,7 @@ def _synchronous(name: str) -> Callable[[str], str]:
             raise ConfigError(f"{name}: expected FULL, NORMAL or EXTRA, got {text!r}")
         return value
 
+    parse.kind = "FULL, NORMAL or EXTRA"
     return parse
 
 
@@ -81,91 +87,228 @@ def _rate(name: str) -> Callable[[str], str]:
             ) from None
         return text.strip()
 
+    parse.kind = "rate"
     return parse
 
 
-#: Flask config key -> (environment variable, parser, default).
-SETTINGS: dict[str, tuple[str, Callable[[str], Any], Any]] = {
-    "DATA_DIR": ("DENIABLE_DATA_DIR", str, DEFAULT_DATA_DIR),
-    "DATABASE_URL": ("DENIABLE_DATABASE_URL", str, None),
-    "MAX_CONTENT_LENGTH": ("DENIABLE_MAX_BODY", _whole("DENIABLE_MAX_BODY", 1024), 8 * 1024 * 1024),
+class Setting(NamedTuple):
+    """One DENIABLE_* setting: variable, parser, default, type word, help (docs/settings.md)."""
+
+    variable: str
+    parse: Callable[[str], Any]
+    default: Any
+    type: str
+    help: str
+
+
+def _setting(
+    variable: str, parse: Callable[[str], Any], default: Any, help: str, type: str = ""
+) -> Setting:
+    """A Setting whose type word is the parser's own (`kind`) unless one is given."""
+    return Setting(variable, parse, default, type or getattr(parse, "kind", "text"), help)
+
+
+#: Flask config key -> Setting (variable, parse, default, type, help); docs/settings.md renders it.
+SETTINGS: dict[str, Setting] = {
+    "DATA_DIR": _setting(
+        "DENIABLE_DATA_DIR",
+        str,
+        DEFAULT_DATA_DIR,
+        "The SQLite file, the session key and the data of one aggregator.",
+        type="directory",
+    ),
+    "DATABASE_URL": _setting(
+        "DENIABLE_DATABASE_URL",
+        str,
+        None,
+        "`postgresql://…`: PostgreSQL instead of the SQLite file, shared by every machine "
+        "(see [PostgreSQL](operations.md#postgresql-several-aggregators-one-database)).",
+        type="URL",
+    ),
+    "MAX_CONTENT_LENGTH": _setting(
+        "DENIABLE_MAX_BODY",
+        _whole("DENIABLE_MAX_BODY", 1024),
+        8 * 1024 * 1024,
+        "Bytes of a request body; a larger body gets 413 before it is read.",
+    ),
     # sent_at is truncated to the hour on the device, and an outbox may resend a day later.
-    "CLOCK_SKEW": ("DENIABLE_CLOCK_SKEW", _whole("DENIABLE_CLOCK_SKEW", 3600), 2 * 24 * 3600),
-    "CONFIDENCE": ("DENIABLE_CONFIDENCE", _confidence("DENIABLE_CONFIDENCE"), 0.95),
-    "MAX_BATCH": ("DENIABLE_MAX_BATCH", _whole("DENIABLE_MAX_BATCH", 1, 100_000), 1000),
-    "MAX_INVITATIONS": ("DENIABLE_MAX_INVITATIONS", _whole("DENIABLE_MAX_INVITATIONS", 1), 10_000),
-    "SECRET_KEY": ("DENIABLE_SECRET_KEY", str, None),
-    "BUSY_TIMEOUT": ("DENIABLE_BUSY_TIMEOUT", _whole("DENIABLE_BUSY_TIMEOUT", 0), 10_000),
+    "CLOCK_SKEW": _setting(
+        "DENIABLE_CLOCK_SKEW",
+        _whole("DENIABLE_CLOCK_SKEW", 3600),
+        2 * 24 * 3600,
+        "Seconds a report's `sent_at` may be from the server's clock (2 days by default: "
+        "`sent_at` is truncated to the hour on the device, and an outbox may resend a day later).",
+    ),
+    "CONFIDENCE": _setting(
+        "DENIABLE_CONFIDENCE",
+        _confidence("DENIABLE_CONFIDENCE"),
+        0.95,
+        "The confidence level of intervals when a request names none.",
+    ),
+    "MAX_BATCH": _setting(
+        "DENIABLE_MAX_BATCH",
+        _whole("DENIABLE_MAX_BATCH", 1, 100_000),
+        1000,
+        'Reports per `{"reports": [...]}` batch; more gets 413.',
+    ),
+    "MAX_INVITATIONS": _setting(
+        "DENIABLE_MAX_INVITATIONS",
+        _whole("DENIABLE_MAX_INVITATIONS", 1),
+        10_000,
+        "Invitation codes per invitations request.",
+    ),
+    "SECRET_KEY": _setting(
+        "DENIABLE_SECRET_KEY",
+        str,
+        None,
+        "Signs the dashboard's cookie (its session id and CSRF secret). Unset, a random key is "
+        "made once in `DATA_DIR/secret_key`; with several machines, set the same value on each.",
+        type="text",
+    ),
+    "BUSY_TIMEOUT": _setting(
+        "DENIABLE_BUSY_TIMEOUT",
+        _whole("DENIABLE_BUSY_TIMEOUT", 0),
+        10_000,
+        "Milliseconds a SQLite connection waits for another process's write lock (and a "
+        "PostgreSQL connection for the pool) before a 503.",
+    ),
     # FULL: an accepted report survives a power cut, as "nothing accepted is ever lost" promises.
-    "SQLITE_SYNCHRONOUS": (
+    "SQLITE_SYNCHRONOUS": _setting(
         "DENIABLE_SQLITE_SYNCHRONOUS",
         _synchronous("DENIABLE_SQLITE_SYNCHRONOUS"),
         "FULL",
+        "SQLite's `synchronous`; `FULL`: an accepted report survives a power cut.",
     ),
     # Page cache (MiB) of each worker's one writing SQLite connection: inserts into a large
     # survey's random-keyed indexes touch more pages than SQLite's 2 MiB default holds.
-    "SQLITE_WRITER_CACHE_MIB": (
+    "SQLITE_WRITER_CACHE_MIB": _setting(
         "DENIABLE_SQLITE_WRITER_CACHE_MIB",
         _whole("DENIABLE_SQLITE_WRITER_CACHE_MIB", 1, 65_536),
         64,
+        "MiB of page cache for the one connection each worker commits reports through "
+        "(SQLite's own default is 2 MiB): a large survey's inserts land on random pages of its "
+        "two unique indexes, and at 120–160k reports this cache cut their CPU by 10–20%.",
     ),
-    "RATE_LIMIT": ("DENIABLE_RATE_LIMIT", _rate("DENIABLE_RATE_LIMIT"), None),
+    "RATE_LIMIT": _setting(
+        "DENIABLE_RATE_LIMIT",
+        _rate("DENIABLE_RATE_LIMIT"),
+        None,
+        "E.g. `60/minute` or `10/second;500/hour`; unset, no limits. It counts reports, not "
+        "requests: per client address, a POST of k reports (a batch) counts k and an "
+        "enrollment one (reports and enrollments counted apart); per public key, each report "
+        "and each enrollment counts one. A request that would pass the limit is refused whole "
+        "and counts nothing: 429 problem+json with `Retry-After` (send it then, or a smaller "
+        "batch); a batch larger than the limit itself gets 413 (the Python client then sends "
+        "its reports one by one). Counters live in each worker's memory.",
+    ),
     # Failed dashboard logins allowed per client address (in memory only), and their delay.
-    "LOGIN_LIMIT": ("DENIABLE_LOGIN_LIMIT", _rate("DENIABLE_LOGIN_LIMIT"), "10/minute"),
-    "LOGIN_FAILURE_DELAY": (
+    "LOGIN_LIMIT": _setting(
+        "DENIABLE_LOGIN_LIMIT",
+        _rate("DENIABLE_LOGIN_LIMIT"),
+        "10/minute",
+        "Failed dashboard logins per address; then 429 until the window passes.",
+    ),
+    "LOGIN_FAILURE_DELAY": _setting(
         "DENIABLE_LOGIN_FAILURE_DELAY",
         _seconds("DENIABLE_LOGIN_FAILURE_DELAY", 10),
         0.5,
+        "Seconds each failed login waits before its answer.",
     ),
     # A dashboard session ends this many hours after its login, even from a copied cookie.
-    "SESSION_HOURS": ("DENIABLE_SESSION_HOURS", _whole("DENIABLE_SESSION_HOURS", 1, 24 * 365), 12),
+    "SESSION_HOURS": _setting(
+        "DENIABLE_SESSION_HOURS",
+        _whole("DENIABLE_SESSION_HOURS", 1, 24 * 365),
+        12,
+        "Hours a dashboard login lasts at most. Sessions are stored in the database (the "
+        "cookie holds a random session id, never the token or its hash), so logging out ends "
+        "every copy of the cookie and `revoke-token` ends every session opened with the token; "
+        "lowering it ends older sessions at their next request.",
+    ),
     # Reverse proxies in front that set X-Forwarded-For/-Proto (0: none, trust no header).
-    "TRUSTED_PROXIES": ("DENIABLE_TRUSTED_PROXIES", _whole("DENIABLE_TRUSTED_PROXIES", 0, 5), 0),
+    "TRUSTED_PROXIES": _setting(
+        "DENIABLE_TRUSTED_PROXIES",
+        _whole("DENIABLE_TRUSTED_PROXIES", 0, 5),
+        0,
+        "Reverse proxies in front that set `X-Forwarded-For`/`-Proto` (see "
+        "[Reverse proxy](operations.md#reverse-proxy-nginx)); never set it without a proxy "
+        "that overwrites those headers.",
+    ),
     # Raw reports older than this many days are purged (tallies and n stay); None keeps them.
-    "RETENTION_DAYS": ("DENIABLE_RETENTION_DAYS", _whole("DENIABLE_RETENTION_DAYS", 1), None),
+    "RETENTION_DAYS": _setting(
+        "DENIABLE_RETENTION_DAYS",
+        _whole("DENIABLE_RETENTION_DAYS", 1),
+        None,
+        "Raw reports older than this many days are purged; unset, they are kept. Tallies stay "
+        "(see [Retention](operations.md#retention)).",
+    ),
     # Work one request may ask for, checked before it starts (stats/limits.py, docs/security.md).
-    "MAX_MODEL_COLUMNS": (
+    "MAX_MODEL_COLUMNS": _setting(
         "DENIABLE_MAX_MODEL_COLUMNS",
         _whole("DENIABLE_MAX_MODEL_COLUMNS", 1, 100_000),
         200,
+        "Columns of a regression's model matrix (intercept, dummies, interactions), counted "
+        "from the formula, the questions' options and the covariate patterns before the "
+        "matrix is built; over it the regression gets 422 naming this setting.",
     ),
-    "MAX_MODEL_CELLS": (
+    "MAX_MODEL_CELLS": _setting(
         "DENIABLE_MAX_MODEL_CELLS",
         _whole("DENIABLE_MAX_MODEL_CELLS", 1),
         20_000_000,
+        "Cells of a regression's model matrix (covariate patterns × columns, 8 bytes each), "
+        "checked before the matrix is built; over it the regression gets 422 naming this "
+        "setting.",
     ),
-    "MAX_DECODER_CELLS": (
+    "MAX_DECODER_CELLS": _setting(
         "DENIABLE_MAX_DECODER_CELLS",
         _whole("DENIABLE_MAX_DECODER_CELLS", 1),
         8_000_000,
+        "Cells of the text decoders one results request builds, candidates × (sketch counters "
+        "+ candidates) summed over the survey's text questions, 8 bytes each (a build peaks at "
+        "about 40 bytes per cell; one build at a time per process), checked before any decoder "
+        "is built: a results request (API, CSV, dashboard, CLI) whose `?candidates=` (with the "
+        "survey's own) need more gets 413 naming this setting (ask for fewer candidates), and a "
+        "new survey whose own candidates need more gets 422. The default hcms sketch (32,768 "
+        "counters) decodes about 240 candidates.",
     ),
-    "DECODER_CACHE_BYTES": (
+    "DECODER_CACHE_BYTES": _setting(
         "DENIABLE_DECODER_CACHE_BYTES",
         _whole("DENIABLE_DECODER_CACHE_BYTES", 0),
         256 * 1024 * 1024,
+        "Bytes of decoders kept between results requests (least recently used dropped first); "
+        "a decoder larger than this is built for its request and not kept; 0 keeps none.",
     ),
     # At most the survey format's own maximum (shared/survey.py MAX_QUESTIONS): only lowers it.
-    "MAX_QUESTIONS": ("DENIABLE_MAX_QUESTIONS", _whole("DENIABLE_MAX_QUESTIONS", 1, 100), 100),
-    "MAX_SURVEY_SKETCH_CELLS": (
+    "MAX_QUESTIONS": _setting(
+        "DENIABLE_MAX_QUESTIONS",
+        _whole("DENIABLE_MAX_QUESTIONS", 1, 100),
+        100,
+        "Questions in one survey (the survey format's own maximum is 100: the setting only "
+        "lowers it); a new survey with more gets 422 naming this setting.",
+    ),
+    "MAX_SURVEY_SKETCH_CELLS": _setting(
         "DENIABLE_MAX_SURVEY_SKETCH_CELLS",
         _whole("DENIABLE_MAX_SURVEY_SKETCH_CELLS", 1),
         262_144,
+        "Sketch counters of all of one survey's text questions (hcms 2·k·m each, cms k·m + k, "
+        "rappor m·k + m: the tally rows the store keeps and every batch of reports adds to); a "
+        "new survey with more gets 422 naming this setting. The default holds two of the "
+        "largest hcms sketches.",
     ),
 }
 
 
 def defaults() -> dict[str, Any]:
     """Every setting at its default value."""
-    return {key: default for key, (_, _, default) in SETTINGS.items()}
+    return {key: setting.default for key, setting in SETTINGS.items()}
 
 
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The settings given as DENIABLE_* environment variables, parsed; ConfigError if invalid."""
     found: dict[str, Any] = {}
-    for key, (variable, parse, _) in SETTINGS.items():
-        text = environ.get(variable)
+    for key, setting in SETTINGS.items():
+        text = environ.get(setting.variable)
         if text is not None and text != "":
-            found[key] = parse(text)
+            found[key] = setting.parse(text)
     return found
 
 

@@ -2,7 +2,7 @@
 
 Each simulated respondent randomizes and signs on "its device" exactly as a real client does
 (make_report), and the reports reach the served aggregator over HTTP through the client's
-HTTP layer (see stats/simulate.py).
+HTTP layer (see cli/simulate_http.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import json
 from importlib import resources
 from typing import Any
 
+from deniable.aggregator.cli import simulate_http
+from deniable.aggregator.cli.simulate_http import Sent
 from deniable.aggregator.stats import simulate
-from deniable.aggregator.stats.simulate import Sent
 
 DEMO_RESPONDENTS = 3000
 BATCH = 1000
@@ -57,6 +58,6 @@ def demo_survey_docs() -> list[dict[str, Any]]:
 
 def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS) -> Sent:
     """Answer the served survey with simulated respondents through the client's HTTP layer."""
-    api, survey = simulate.fetch_survey(url, survey_id)
+    api, survey = simulate_http.fetch_survey(url, survey_id)
     truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTHS[survey_id]))
-    return simulate.send(api, survey, truth, respondents, batch=BATCH, seed=2026)
+    return simulate_http.send(api, survey, truth, respondents, batch=BATCH, seed=2026)

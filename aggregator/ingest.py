@@ -1,4 +1,6 @@
-"""Ingestion: check, verify and store reports, with a result per report. No Flask here.
+"""Ingestion: check, verify and store reports, with a result per report. No Flask here, and
+no HTTP: an outcome says what kind it is, and the web layer answers it with a status
+(aggregator/web/statuses.py).
 
 Checks run cheapest first; the signature is verified once, and the whole batch is stored in one
 transaction. A rejected report changes nothing. A report stored before and sent again with the
@@ -42,15 +44,28 @@ from deniable.shared.survey import Survey
 DEFAULT_CLOCK_SKEW = timedelta(days=2)
 
 Result = Literal["accepted", "duplicate", "rejected"]
+#: What became of a report, finer than its result: why it was rejected, in a word.
+Kind = Literal[
+    "accepted",  # stored
+    "duplicate",  # stored before (the same report sent again)
+    "invalid",  # not a well-formed report, answer, sent_at or signature
+    "no-survey",  # no such survey here
+    "closed",  # the survey no longer accepts reports
+    "stale-survey",  # answers another version of the survey (survey_hash)
+    "broken-survey",  # the stored survey no longer parses
+    "conflict",  # its report_id names a different report
+    "answered",  # its key already answered the survey
+    "not-enrolled",  # its key is not enrolled in an invite-only survey
+]
 
 
 class Outcome(NamedTuple):
-    """What became of one report; `status` is the HTTP status a lone report answers with."""
+    """What became of one report: its result, the reason when rejected, and its kind."""
 
     report_id: str | None
     result: Result
     reason: str | None = None
-    status: int = 201
+    kind: Kind = "accepted"
 
     def to_dict(self) -> dict[str, Any]:
         """The result object of POST /api/v1/reports (reason only when rejected)."""
@@ -75,36 +90,39 @@ def results_json(outcomes: list[Outcome]) -> str:
 
 
 class Rejection(Exception):
-    """A report refused before storing, with the HTTP status a lone report gets."""
+    """A report refused before storing: the kind of refusal and the reason."""
 
-    def __init__(self, status: int, reason: str):
+    def __init__(self, kind: Kind, reason: str):
         super().__init__(reason)
-        self.status = status
+        self.kind: Kind = kind
         self.reason = reason
 
 
 _STORED: dict[StoreOutcome, Outcome] = {
-    "accepted": Outcome(None, "accepted", None, 201),
-    "duplicate": Outcome(None, "duplicate", None, 200),
+    "accepted": Outcome(None, "accepted", None, "accepted"),
+    "duplicate": Outcome(None, "duplicate", None, "duplicate"),
     "conflict": Outcome(
         None,
         "rejected",
         "report_id: already used by a different report; a sent report is never changed, "
         "send a new report with a new report_id",
-        409,
+        "conflict",
     ),
     "answered": Outcome(
         None,
         "rejected",
         "public_key: this key already answered this survey; each respondent answers once",
-        409,
+        "answered",
     ),
-    "closed": Outcome(None, "rejected", "survey: closed; it no longer accepts reports", 409),
+    "closed": Outcome(None, "rejected", "survey: closed; it no longer accepts reports", "closed"),
 }
 
 
 class SurveyCache:
-    """Parsed Survey objects by hash: a survey never changes once created, so its hash names it."""
+    """Parsed Survey objects by hash: a survey never changes once created, so its hash names it.
+
+    One per app (created with it, see web/db.py), not per process: each app and each command
+    has its own."""
 
     def __init__(self, size: int = 256):
         self._size = size
@@ -124,9 +142,6 @@ class SurveyCache:
             while len(self._surveys) > self._size:
                 self._surveys.popitem(last=False)
         return survey
-
-
-SURVEYS = SurveyCache()
 
 
 class RecordCache:
@@ -218,42 +233,42 @@ class _Checker:
         try:
             report = check_structure(value)
         except ReportError as exc:
-            raise Rejection(422, str(exc)) from None
+            raise Rejection("invalid", str(exc)) from None
         found = self.lookup(report["survey"])
         if found is None:
             raise Rejection(
-                404,
+                "no-survey",
                 f"survey: no survey {report['survey']!r} on this aggregator; check the survey id",
             )
         record, survey, closed = found
         if closed:
-            raise Rejection(409, closed)
+            raise Rejection("closed", closed)
         if report["survey_hash"].lower() != record.hash:
             raise Rejection(
-                409,
+                "stale-survey",
                 "survey_hash: does not match the survey as published; fetch the survey again "
                 "and answer that version",
             )
         try:
             support = answer_support(survey, report["answers"])
         except ReportError as exc:
-            raise Rejection(422, str(exc)) from None
+            raise Rejection("invalid", str(exc)) from None
         if not self.within_skew(report["sent_at"]):
             hours = int(self.skew.total_seconds() // 3600)
             raise Rejection(
-                422,
+                "invalid",
                 f"sent_at: {report['sent_at']} is more than {hours} hours from the aggregator's "
                 f"clock ({hour_now(self.now)}); check the device's clock and send a fresh report",
             )
         try:
             body = verified_body(report)
         except ReportError as exc:
-            raise Rejection(422, str(exc)) from None
+            raise Rejection("invalid", str(exc)) from None
         if survey.enrollment == "invite" and not self.store.is_enrolled(
             survey.id, report["public_key"]
         ):
             raise Rejection(
-                403,
+                "not-enrolled",
                 "public_key: not enrolled in this invite-only survey; enroll the key with an "
                 "invitation code first",
             )
@@ -272,14 +287,17 @@ def ingest(
     *,
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
     now: datetime | None = None,
-    cache: SurveyCache = SURVEYS,
+    cache: SurveyCache | None = None,
     committer: GroupCommitter | None = None,
     records: RecordCache | None = None,
 ) -> list[Outcome]:
     """Check, verify and store one report (a dict) or a batch (a list); an Outcome per report,
     in order. Valid reports of a batch are stored together even when others are rejected.
     With a committer, they share a transaction with other threads' (group commit); with
-    `records`, survey records may be up to its ttl old (see RecordCache)."""
+    `records`, survey records may be up to its ttl old (see RecordCache). Surveys are parsed
+    once per `cache` (the app's), or once per call without one."""
+    if cache is None:
+        cache = SurveyCache()
     if committer is None:
         return _ingest(store, value, clock_skew, now, cache, records, store.add_reports)
     with committer.arriving() as arrival:
@@ -310,11 +328,13 @@ def _ingest(
         except Rejection as exc:
             outcomes[i] = _resent_or_rejected(store, item, exc)
         except (SurveyError, ValueError) as exc:  # a stored survey that no longer parses
-            outcomes[i] = Outcome(_report_id_of(item), "rejected", f"survey: {exc}", 409)
+            outcomes[i] = Outcome(
+                _report_id_of(item), "rejected", f"survey: {exc}", "broken-survey"
+            )
     stored = add([new for _, new in ready], hour_now(moment))
     for (i, new), result in zip(ready, stored, strict=True):
         template = _STORED[result]
-        outcomes[i] = Outcome(new.report_id, template.result, template.reason, template.status)
+        outcomes[i] = Outcome(new.report_id, template.result, template.reason, template.kind)
     return [outcome for outcome in outcomes if outcome is not None]
 
 
@@ -325,8 +345,8 @@ def _resent_or_rejected(store: Store, item: object, rejection: Rejection) -> Out
     if is_report_id(report_id):  # nothing else was ever stored (nor fits every store's text)
         stored = store.stored_report(report_id)
         if stored is not None and _resent(stored, item):
-            return Outcome(report_id, "duplicate", None, 200)
-    return Outcome(report_id, "rejected", rejection.reason, rejection.status)
+            return Outcome(report_id, "duplicate", None, "duplicate")
+    return Outcome(report_id, "rejected", rejection.reason, rejection.kind)
 
 
 def _resent(stored: StoredReport, item: object) -> bool:

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from deniable.aggregator import credentials
-from deniable.aggregator.ingest import SURVEYS
-from deniable.aggregator.stats.estimate import check_decoder, results_document
+from deniable.aggregator.ingest import SurveyCache
+from deniable.aggregator.stats.estimate import check_decoder, check_decoders, results_document
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits, check
-from deniable.aggregator.stats.sketch_estimate import SketchDecodeError
-from deniable.aggregator.stats.sketch_estimate import decoder as sketch_decoder
+from deniable.aggregator.stats.results import SurveyResults
+from deniable.aggregator.stats.sketch_estimate import DECODERS, SketchDecodeError
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
@@ -48,9 +48,14 @@ def published(record: SurveyRecord) -> dict[str, Any]:
     return {"survey": record.resolved, "survey_hash": record.hash}
 
 
-def summary(record: SurveyRecord) -> dict[str, Any]:
+def parsed(record: SurveyRecord, cache: SurveyCache | None = None) -> Survey:
+    """The record's survey, from the app's `cache` when given."""
+    return cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)
+
+
+def summary(record: SurveyRecord, cache: SurveyCache | None = None) -> dict[str, Any]:
     """A survey as listed for researchers, with its report count and state."""
-    survey = SURVEYS.survey(record)
+    survey = parsed(record, cache)
     closes_at = record.resolved.get("closes_at")
     return {
         "id": record.id,
@@ -97,6 +102,10 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
                 check_decoder(question, len(question.candidates), limits, status=422)
             except LimitError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None
+    try:
+        check_decoders(survey, (), limits, status=422)
+    except LimitError as exc:
+        raise SurveyError(f"questions: {exc}") from None
 
 
 def create_survey(
@@ -113,8 +122,10 @@ def create_survey(
         if question.type == "text" and question.candidates and question.mechanism != "rappor":
             # Results must be computable: a count-mean sketch has to tell the candidates apart
             # (RAPPOR selects among more candidates than its bits resolve, as the paper does).
-            try:
-                sketch_decoder(question.randomizer, question.candidates)
+            try:  # built into the cache: the first results request reuses it
+                DECODERS.get(
+                    question.randomizer, tuple(question.candidates), limits.decoder_cache_bytes
+                )
             except SketchDecodeError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None
     resolved = survey.to_dict()
@@ -143,7 +154,14 @@ def close_survey(store: Store, survey_id: str) -> SurveyRecord:
     return record
 
 
-def invite(store: Store, survey_id: str, count: object, *, limit: int = 10_000) -> list[str]:
+def invite(
+    store: Store,
+    survey_id: str,
+    count: object,
+    *,
+    limit: int = 10_000,
+    cache: SurveyCache | None = None,
+) -> list[str]:
     """`count` new single-use invitation codes for an invite-only survey (stored hashed)."""
     if isinstance(count, float) and count.is_integer():
         count = int(
@@ -152,7 +170,7 @@ def invite(store: Store, survey_id: str, count: object, *, limit: int = 10_000) 
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
         raise ActionError(422, f"count: expected a whole number from 1 to {limit}, got {count!r}")
     record = survey_or_404(store, survey_id)
-    survey = SURVEYS.survey(record)
+    survey = parsed(record, cache)
     if survey.enrollment != "invite":
         raise ActionError(
             409,
@@ -177,11 +195,11 @@ def enrollment_proof(survey: Survey, public_key: str, invitation: str) -> bytes:
     )
 
 
-def enroll(store: Store, survey_id: str, body: object) -> bool:
+def enroll(store: Store, survey_id: str, body: object, *, cache: SurveyCache | None = None) -> bool:
     """Register a public key for an invite-only survey with a code; True if newly enrolled,
     False if the key was enrolled already (no code is spent then)."""
     record = survey_or_404(store, survey_id)
-    survey = SURVEYS.survey(record)
+    survey = parsed(record, cache)
     if not isinstance(body, dict):
         raise ActionError(422, "expected a JSON object with public_key, invitation and signature")
     fields = ("public_key", "invitation", "signature")
@@ -255,12 +273,13 @@ def results(
     simultaneous: bool = False,
     candidates: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
-) -> dict[str, Any]:
-    """The results JSON of a survey, from its tallies (cost independent of the number of
+    cache: SurveyCache | None = None,
+) -> SurveyResults:
+    """The results of a survey (a SurveyResults), from its tallies (cost independent of the number of
     reports); `candidates` adds rows to its text questions (ActionError 422 if a sketch cannot
     tell them apart, 413 if their decoder is over `limits`)."""
     record = survey_or_404(store, survey_id)
-    survey = SURVEYS.survey(record)
+    survey = parsed(record, cache)
     n, support = store.tallies(survey_id)
     try:
         return results_document(

@@ -28,7 +28,7 @@ from deniable.shared.report import build_report, hour_now, randomize_answers, si
 from deniable.shared.signing import public_key_text
 from deniable.shared.survey import Survey, format_timestamp
 
-#: The default cap on the total epsilon a respondent spends (DESIGN: 10).
+#: The default cap on the total epsilon a respondent spends (docs/respondents.md: 10).
 DEFAULT_EPSILON_CAP = 10.0
 #: Slack for summing floats: a survey that lands exactly on the cap is allowed.
 _CAP_SLACK = 1e-9

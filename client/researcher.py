@@ -2,7 +2,7 @@
 
 from deniable.client import Researcher
 r = Researcher("http://127.0.0.1:8000", token)
-r.results("health-2026", confidence=0.9)        # DESIGN's results JSON
+r.results("health-2026", confidence=0.9)        # the results JSON (docs/researchers.md)
 for report in r.reports("health-2026"): ...     # streamed, one noisy report at a time
 """
 
@@ -83,8 +83,8 @@ class Researcher:
         simultaneous: bool = False,
         candidates: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Estimates with confidence intervals (DESIGN's results JSON); `candidates` adds rows
-        to the survey's text questions."""
+        """Estimates with confidence intervals (docs/researchers.md's results JSON); `candidates`
+        adds rows to the survey's text questions."""
         params = {
             "confidence": repr(float(confidence)),
             "simultaneous": str(bool(simultaneous)).lower(),

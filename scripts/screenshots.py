@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Screenshots of the dashboard for the README, made with Playwright and Debian's Chromium.
+"""Screenshots of the dashboard for docs/researchers.md, made with Playwright and Debian's Chromium.
 
 Starts a throwaway aggregator (its own data directory and port), fills a survey with simulated
 respondents, and writes PNGs to docs/screenshots/ (or --out):

@@ -18,7 +18,7 @@ _CANONICAL_LAST = {2: frozenset(_ALPHABET[::16]), 3: frozenset(_ALPHABET[::4])}
 
 
 def canonical_json(obj: Any) -> bytes:
-    """The canonical bytes of a JSON value (DESIGN: sorted keys, no spaces, UTF-8)."""
+    """The canonical bytes of a JSON value (docs/wire-format.md: sorted keys, no spaces, UTF-8)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8"
     )

@@ -133,7 +133,7 @@ class Mechanism(ABC):
     def variance(self, n: int, f: float, option: int = 1) -> float:
         """Variance of the unbiased estimate of an option's share f from n sampled respondents.
 
-        lambda (1 - lambda) / (n (p* - q*)^2): the sampling term included (DESIGN, Mechanisms).
+        lambda (1 - lambda) / (n (p* - q*)^2): the sampling term included (docs/statistics.md).
         """
         lam = self.support_rate(f, option)
         gap = float(self.p_star - self.q_star)
@@ -429,7 +429,7 @@ class Plain(_SentAsAnswered, Mechanism):
     """`none`: a plain question, sent exactly as answered (a covariate such as an age group).
 
     Nothing is randomized, so p* = 1, q* = 0 and the question has no epsilon: it protects
-    nothing and adds nothing to a survey's (DESIGN: its epsilon is null). Respondents are told
+    nothing and adds nothing to a survey's (docs/surveys.md: no epsilon). Respondents are told
     so before anything is sent."""
 
     def __init__(self, k: int, *, binary: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""The mechanisms for text answers from large domains, with exact probabilities (DESIGN,
+"""The mechanisms for text answers from large domains, with exact probabilities (docs/surveys.md,
 "Large domains: text answers").
 
 - `CMS` and `HCMS`: Apple's count-mean sketch and its one-bit Hadamard form ("Learning with

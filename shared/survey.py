@@ -50,7 +50,7 @@ _QUESTION_FIELDS = {
     "candidates",
 }
 QUESTION_TYPES = ("binary", "categorical", "integer", "multi", "text")
-#: The mechanisms each question type allows, the default first (DESIGN, Question types).
+#: The mechanisms each question type allows, the default first (docs/surveys.md).
 TYPE_MECHANISMS = {
     "binary": (*mech.BINARY_MECHANISMS, mech.PLAIN),
     "categorical": (*mech.CATEGORICAL_MECHANISMS, mech.PLAIN),
@@ -208,7 +208,7 @@ class Question:
         return list(self._options) if self.type == "text" else []
 
     def text_of(self, value: object) -> str:
-        """A text question's true answer, normalized as DESIGN says (SurveyError if empty)."""
+        """A text question's true answer, normalized (docs/surveys.md); SurveyError if empty."""
         if not isinstance(value, str) or not is_unicode(value) or _has_control(value):
             raise SurveyError(f"{self.id}: {value!r} is not an answer; give a word or a phrase")
         text = normalize_text(value)

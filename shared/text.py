@@ -1,6 +1,6 @@
 """Text answers from large domains: the normalization and the hash every client shares.
 
-DESIGN fixes both, so a sketch built by one client (Python, the browser's module, another
+docs/surveys.md fixes both, so a sketch built by one client (Python, the browser's module, another
 language) is read by the aggregator with the same buckets: text is NFKC-normalized, its runs
 of white space become one space, it is lower-cased; the hash is the first 8 bytes of the
 sha256 of the UTF-8 text, as a big-endian integer.
@@ -16,7 +16,7 @@ MAX_TEXT_ANSWER = 200
 
 
 def normalize_text(text: str) -> str:
-    """DESIGN's normalization: NFKC, white space collapsed and trimmed, lower case."""
+    """docs/surveys.md's normalization: NFKC, white space collapsed and trimmed, lower case."""
     return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
 
 

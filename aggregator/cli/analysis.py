@@ -15,10 +15,10 @@ from flask.cli import with_appcontext
 
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats.analyze import StoredAnswers, as_survey
 from deniable.aggregator.stats.limits import Limits
-from deniable.aggregator.store.pool import existing_store
+from deniable.aggregator.stats.results import Results
+from deniable.aggregator.web.db import existing_store, survey_cache
 from deniable.shared import Survey
 from deniable.shared.canonical import parse_json
 
@@ -60,12 +60,14 @@ def source(
         if survey_file is not None:
             survey = as_survey(parse_json(survey_file.read_bytes()))
         else:
-            survey = SURVEYS.survey(surveys.survey_or_404(existing_store(survey_id), survey_id))
+            survey = survey_cache().survey(
+                surveys.survey_or_404(existing_store(survey_id), survey_id)
+            )
         if survey.id != survey_id:
             raise CLIError(f"--survey holds survey {survey.id!r}, not {survey_id!r}")
         return survey, reports.read_text("utf-8"), True
     store = existing_store(survey_id)
-    survey = SURVEYS.survey(surveys.survey_or_404(store, survey_id))
+    survey = survey_cache().survey(surveys.survey_or_404(store, survey_id))
     return survey, StoredAnswers(store, survey_id), False
 
 
@@ -97,12 +99,13 @@ def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def _print(doc: Results, as_json: bool) -> None:
+    """The analysis as JSON (--json) or as its summary table."""
+    click.echo(json.dumps(doc.to_dict(), indent=2) if as_json else doc.summary())
+
+
 def _level(confidence: float | None) -> float:
     return surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
-
-
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 @click.command("breakdown")
@@ -120,22 +123,7 @@ def breakdown_command(survey_id: str, question: str, by: str, **options: Any) ->
     doc = stats.breakdown(
         survey, reports, question, by, _level(options["confidence"]), verify=verify
     )
-    if options["as_json"]:
-        click.echo(json.dumps(doc, indent=2))
-        return
-    click.echo(f"{question} by {by}: {doc['n']} reports, {doc['confidence']:.0%} intervals")
-    for group in doc["groups"]:
-        click.echo(f"{by} = {group['group']}  (n = {group['n']})")
-        for row in group["options"]:
-            click.echo(
-                f"  {row['option']:<20} {_cell(row['estimate'])}  "
-                f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
-            )
-    test = doc["test"]
-    if test:
-        click.echo(
-            f"no difference between groups: chi2 = {test['statistic']:.3f}, df = {test['df']}, p = {test['p_value']:.4g}"
-        )
+    _print(doc, options["as_json"])
 
 
 @click.command("crosstab")
@@ -153,15 +141,7 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
     doc = stats.crosstab(
         survey, reports, first, second, _level(options["confidence"]), verify=verify
     )
-    if options["as_json"]:
-        click.echo(json.dumps(doc, indent=2))
-        return
-    click.echo(f"{first} x {second}: {doc['n']} reports, {doc['confidence']:.0%} intervals")
-    for cell in doc["cells"]:
-        click.echo(
-            f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
-            f"[{_cell(cell['ci_low'])}, {_cell(cell['ci_high'])}]  se {_cell(cell['stderr'])}"
-        )
+    _print(doc, options["as_json"])
 
 
 @click.command("regress")
@@ -184,19 +164,10 @@ def regress_command(survey_id: str, formula: str, **options: Any) -> None:
         verify=verify,
         limits=Limits.from_config(current_app.config),
     )
-    if options["as_json"]:
-        click.echo(json.dumps(doc, indent=2))
+    if options["as_json"] or doc.converged:
+        _print(doc, options["as_json"])
         return
-    click.echo(
-        f"{doc['formula']}: {doc['n']} reports, log-likelihood {doc['log_likelihood']:.3f}, "
-        f"{doc['iterations']} iterations"
-    )
-    if not doc["converged"]:
-        raise CLIError(f"the fit failed: {doc['message']}")
-    level = f"{doc['confidence']:.0%}"
-    click.echo(f"  {'term':<24} {'estimate':>9} {'stderr':>9} {'z':>8} {'p':>9}  {level} interval")
-    for row in doc["coefficients"]:
-        click.echo(
-            f"  {row['term']:<24} {row['estimate']:>9.4f} {row['stderr']:>9.4f} {row['z']:>8.3f} "
-            f"{row['p_value']:>9.3g}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
-        )
+    # The fit's first line on stdout, why it failed as the error (exit code 1).
+    headline, _, failure = doc.summary().partition("\n")
+    click.echo(headline)
+    raise CLIError(failure)

@@ -20,11 +20,10 @@ from flask.cli import FlaskGroup
 from deniable.aggregator import credentials, demo, surveys
 from deniable.aggregator.cli import analysis, maintenance, research
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.stats.estimate import parse_candidates, results_csv
+from deniable.aggregator.stats.estimate import parse_candidates
 from deniable.aggregator.stats.limits import Limits
-from deniable.aggregator.store import migrate as migrate_store
-from deniable.aggregator.store.pool import existing_store, get_store
 from deniable.aggregator.web.app import create_app
+from deniable.aggregator.web.db import existing_store, get_store
 from deniable.aggregator.web.serving import bind, serve
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
@@ -179,48 +178,11 @@ def results_command(
         limits=Limits.from_config(current_app.config),
     )
     if as_json:
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(doc.to_dict(), indent=2))
     elif as_csv:
-        click.echo(results_csv(doc), nl=False)
+        click.echo(doc.to_csv(), nl=False)
     else:
-        click.echo(results_table(doc))
-
-
-def _cell(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _support(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
-def results_table(doc: dict[str, Any]) -> str:
-    """The results as a table a person reads in a terminal."""
-    level = f"{doc['confidence']:.0%}".rstrip()
-    lines = [
-        f"survey {doc['survey']}: {doc['n']} reports, {level} intervals"
-        + (" (simultaneous)" if doc["simultaneous"] else "")
-    ]
-    for q in doc["questions"]:
-        lines.append("")
-        if q["type"] == "text" and not q["options"]:
-            lines.append(f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates")
-            continue
-        cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
-        lines.append(f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})")
-        width = max([6, *(len(o["option"]) for o in q["options"])])
-        lines.append(
-            f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
-            f"{'interval':>15}  {'count':>9}  {'share':>5}"
-        )
-        for o in q["options"]:
-            interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
-            lines.append(
-                f"  {o['option']:<{width}}  {_support(o['support']):>7}  {_cell(o['estimate']):>8}  "
-                f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
-                f"{_cell(o['share']):>5}"
-            )
-    return "\n".join(lines)
+        click.echo(doc.summary())
 
 
 @cli.command("demo")
@@ -285,7 +247,6 @@ cli.add_command(research.simulate_command)
 cli.add_command(analysis.breakdown_command)
 cli.add_command(analysis.crosstab_command)
 cli.add_command(analysis.regress_command)
-cli.add_command(migrate_store.migrate_store_command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

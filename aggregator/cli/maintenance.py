@@ -1,4 +1,5 @@
-"""Operator commands of `deniable-aggregator`: verify (and repair) tallies, purge, backup."""
+"""Operator commands of `deniable-aggregator`: verify (and repair) tallies, purge, backup, and
+migrate-store (SQLite into PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from deniable.aggregator.cli.errors import friendly
+from deniable.aggregator.stats.analyze import tally
 from deniable.aggregator.store import recount
-from deniable.aggregator.store.pool import existing_store
+from deniable.aggregator.store.migrate import migrate
+from deniable.aggregator.web.db import existing_store
 from deniable.shared.errors import DeniableError
 
 
@@ -24,7 +27,7 @@ def verify_command(survey: str, repair: bool) -> None:
 
     Reports purged by retention count by their kept totals. --repair rewrites n and every
     tally in one transaction (exit 0 once repaired)."""
-    found = recount.verify(existing_store(survey), survey, repair=repair)
+    found = recount.verify(existing_store(survey), survey, tally, repair=repair)
     lines = recount.differences(found)
     purged = f", {found.purged_n} of them purged" if found.purged_n else ""
     for line in lines:
@@ -57,7 +60,7 @@ def purge_command(days: int | None) -> None:
     days = days or current_app.config.get("RETENTION_DAYS")
     if not days:
         raise DeniableError("give --days N or set DENIABLE_RETENTION_DAYS")
-    purged = recount.purge(existing_store(), days)
+    purged = recount.purge(existing_store(), days, tally)
     for survey, n in purged.items():
         click.echo(f"{survey}: purged {n} report(s)")
     click.echo(f"purged {sum(purged.values())} report(s) received over {days} day(s) ago")
@@ -81,4 +84,31 @@ def backup_command(file: Path) -> None:
     click.echo(f"backed up to {file}")
 
 
-COMMANDS = (verify_command, purge_command, backup_command)
+@click.command("migrate-store")
+@click.option(
+    "--to",
+    "url",
+    required=True,
+    metavar="URL",
+    help="The PostgreSQL database to copy into (postgresql://user:password@host/db); it must be empty.",
+)
+@with_appcontext
+def migrate_store_command(url: str) -> None:
+    """Copy this SQLite deployment (DENIABLE_DATA_DIR) into PostgreSQL and verify it by recount.
+
+    Surveys, reports, tallies, report counts, retention totals, researcher tokens, invitations
+    and enrollments are copied in one transaction. Stop the aggregator first (reports that
+    arrive during the copy would not be copied); then set DENIABLE_DATABASE_URL=URL."""
+    try:
+        copied = migrate(Path(current_app.config["DATA_DIR"]), url, tally)
+    except DeniableError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise click.exceptions.Exit(1) from None
+    for survey, n in copied.surveys.items():
+        click.echo(f"{survey}: n={n}; every tally matches the recount and the source")
+    summary = ", ".join(f"{n} {table}" for table, n in copied.rows.items())
+    click.echo(f"copied {summary}")
+    click.echo("now set DENIABLE_DATABASE_URL to that URL to use it")
+
+
+COMMANDS = (verify_command, purge_command, backup_command, migrate_store_command)

@@ -7,6 +7,7 @@ from typing import NoReturn
 
 import click
 
+from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.stats import planning, simulate
 from deniable.shared.errors import DeniableError
 
@@ -132,7 +133,7 @@ def simulate_command(
     if not 0 < confidence < 1:
         _fail(f"--confidence: expected a level between 0 and 1, like 0.95, got {confidence!r}")
     try:
-        api, resolved = simulate.fetch_survey(url, survey)
+        api, resolved = simulate_http.fetch_survey(url, survey)
         known = simulate.parse_truth(resolved, truth)
         researcher = Researcher(url, token) if token else None
         before = researcher.results(survey)["n"] if researcher else None
@@ -144,7 +145,7 @@ def simulate_command(
         with click.progressbar(
             length=respondents, label="reports", file=sys.stderr, show_pos=True
         ) as bar:
-            sent = simulate.send(
+            sent = simulate_http.send(
                 api,
                 resolved,
                 known,

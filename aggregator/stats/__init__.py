@@ -9,9 +9,21 @@ from deniable.aggregator.stats.analyze import analyze
 from deniable.aggregator.stats.estimate import results_csv, results_document
 from deniable.aggregator.stats.joint import AnalysisError, breakdown, crosstab
 from deniable.aggregator.stats.regress import regress
+from deniable.aggregator.stats.results import (
+    Breakdown,
+    Crosstab,
+    QuestionResults,
+    RegressionResults,
+    SurveyResults,
+)
 
 __all__ = [
     "AnalysisError",
+    "Breakdown",
+    "Crosstab",
+    "QuestionResults",
+    "RegressionResults",
+    "SurveyResults",
     "analyze",
     "breakdown",
     "crosstab",

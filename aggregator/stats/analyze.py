@@ -9,6 +9,7 @@ from itertools import islice
 from typing import Any
 
 from deniable.aggregator.stats.estimate import parse_candidates, results_document, z_value
+from deniable.aggregator.stats.results import SurveyResults
 from deniable.shared import ReportError, Survey, canonical_json
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.report import check_answers, parse_report, verify_report
@@ -186,9 +187,9 @@ def analyze(
     *,
     verify: bool = True,
     candidates: Sequence[str] | str = (),
-) -> dict[str, Any]:
-    """The results JSON of a list of reports (e.g. a reports.jsonl export), as the service gives
-    it; `verify=False` takes noisy answers from elsewhere (see answer_rows); `candidates` adds
+) -> SurveyResults:
+    """The results of a list of reports (e.g. a reports.jsonl export), as the service gives
+    them; `verify=False` takes noisy answers from elsewhere (see answer_rows); `candidates` adds
     rows to text questions, as `?candidates=` does."""
     z_value(confidence)
     resolved = as_survey(survey)

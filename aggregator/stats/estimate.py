@@ -1,7 +1,7 @@
 """Estimation from tallies: unbiased frequencies, standard errors, intervals and a display share.
 
 Everything here reads only n and the support counts, so its cost does not grow with n. The
-formulas are DESIGN's (Mechanisms, Results): per option v with its own (p*, q*),
+formulas are docs/statistics.md's: per option v with its own (p*, q*),
 
     lambda = C_v / n,   estimate = (lambda - q*) / (p* - q*),
     stderr = sqrt(lambda (1 - lambda) / ((n - 1) (p* - q*)^2))    (the sampling term included),
@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.csvsafe import write_csv
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
+from deniable.aggregator.stats.results import CSV_COLUMNS as CSV_COLUMNS
+from deniable.aggregator.stats.results import SurveyResults
 from deniable.aggregator.stats.sketch_estimate import (
     DECODERS,
     SketchDecodeError,
@@ -36,18 +37,6 @@ from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 #: EM stops when no entry of the share moves by more than this, or after MAX_ROUNDS rounds.
 EM_TOLERANCE = 1e-10
 EM_MAX_ROUNDS = 10_000
-
-CSV_COLUMNS = (
-    "question",
-    "option",
-    "support",
-    "estimate",
-    "stderr",
-    "ci_low",
-    "ci_high",
-    "count",
-    "share",
-)
 
 
 def z_value(confidence: float, m: int = 1) -> float:
@@ -143,6 +132,30 @@ def check_decoder(
     )
 
 
+def check_decoders(
+    survey: Survey,
+    extra: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    status: int = DECODER_LIMIT_STATUS,
+) -> None:
+    """LimitError unless the decoders of every text question of the survey (its own candidates
+    and `extra`) fit max_decoder_cells together: one request builds all of them, so the limit
+    bounds a request's memory and time, and a survey's own decoders fit the decoder cache."""
+    cells = 0
+    for question in survey.questions.values():
+        if question.type == "text":
+            check_decoder(question, len(text_candidates(question, extra)), limits, status)
+            cells += decoder_cells(question.randomizer, len(text_candidates(question, extra)))
+    check(
+        cells,
+        limits.max_decoder_cells,
+        "max_decoder_cells",
+        f"the survey's text questions need decoders of {cells:,} cells in all (candidates x "
+        "(counters + candidates), summed over its text questions)",
+        status,
+    )
+
+
 def _text_rows(
     question: Question,
     n: int,
@@ -151,7 +164,7 @@ def _text_rows(
     extra: Sequence[str],
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[dict[str, Any]]:
-    """A text question's rows: one per candidate, ranked by estimate (DESIGN: support null,
+    """A text question's rows: one per candidate, ranked by estimate (docs/surveys.md: support null,
     share the estimate clipped to [0, 1])."""
     candidates = text_candidates(question, extra)
     if not candidates:
@@ -245,7 +258,7 @@ def em_share(
 ) -> np.ndarray:
     """The maximum-likelihood distribution given support counts, by the iterative Bayesian update.
 
-    Exactly DESIGN's: o = C / sum(C), A = (p* - q*) I + q* J, start uniform, repeat
+    Exactly docs/statistics.md's: o = C / sum(C), A = (p* - q*) I + q* J, start uniform, repeat
     s_v <- s_v * sum_u A_uv o_u / (A s)_u until no entry moves by more than `tolerance`.
     All-zero counts (possible with oue) carry no information: the share stays uniform.
     """
@@ -266,6 +279,51 @@ def em_share(
         if moved <= tolerance:
             break
     return s
+
+
+def _pair(question: Question) -> tuple[float, float]:
+    """(p*, q*) of a pure protocol's options, as floats for the EM."""
+    p, q = question.randomizer.option_pairs()[0]
+    return float(p), float(q)
+
+
+def em_shares(
+    problems: Sequence[tuple[Sequence[int] | np.ndarray, float, float]],
+    *,
+    tolerance: float = EM_TOLERANCE,
+    max_rounds: int = EM_MAX_ROUNDS,
+) -> list[np.ndarray]:
+    """em_share of many questions, (counts, p*, q*) each, at once: those with as many options
+    iterate together, one numpy call per round for all of them with the same arithmetic per
+    row (so the same floats), each stopping when its own entries stop moving. A survey of a
+    hundred slowly converging questions then costs about one question's rounds."""
+    found: list[np.ndarray] = [np.empty(0)] * len(problems)
+    by_size: dict[int, list[int]] = {}
+    for i, (counts, _, _) in enumerate(problems):
+        by_size.setdefault(len(counts), []).append(i)
+    for k, members in by_size.items():
+        c = np.array([np.asarray(problems[i][0], dtype=np.float64) for i in members])
+        p = np.array([[problems[i][1]] for i in members], dtype=np.float64)
+        q = np.array([[problems[i][2]] for i in members], dtype=np.float64)
+        s = np.full((len(members), k), 1.0 / k)
+        total = c.sum(axis=1, keepdims=True)
+        informed = total[:, 0] > 0  # all-zero counts carry no information: uniform
+        o = np.divide(c, total, out=np.zeros_like(c), where=total > 0)
+        gap = p - q
+        rows = np.flatnonzero(informed)
+        for _ in range(max_rounds):
+            if rows.size == 0:
+                break
+            now, g, qq = s[rows], gap[rows], q[rows]
+            # A s and A^T w without building A: A is gap * I plus q in every entry.
+            w = o[rows] / (g * now + qq * now.sum(axis=1, keepdims=True))
+            new = now * (g * w + qq * w.sum(axis=1, keepdims=True))
+            moved = np.max(np.abs(new - now), axis=1)
+            s[rows] = new
+            rows = rows[moved > tolerance]
+        for row, i in enumerate(members):
+            found[i] = s[row]
+    return found
 
 
 def _num(x: float) -> float | None:
@@ -299,7 +357,7 @@ def _exact_estimates(question: Question, n: int, counts: Sequence[int]) -> list[
     """(C_v/n - q*)/(p* - q*) per option with its own pair, in exact arithmetic.
 
     Exact so the published numbers are the correctly rounded values (0.35 yes with fair coins
-    is 0.2, not 0.19999999999999996) and binary no is exactly 1 - yes, as DESIGN says.
+    is 0.2, not 0.19999999999999996) and binary no is exactly 1 - yes, as docs/researchers.md says.
     """
     pairs = question.randomizer.option_pairs()
     return [(Fraction(c, n) - q) / (p - q) for c, (p, q) in zip(counts, pairs, strict=True)]
@@ -319,7 +377,7 @@ def _row(
 
 
 def _mean_row(question: Question, n: int, counts: Sequence[int], z: float) -> dict[str, Any]:
-    """An integer question's one row, `mean` (DESIGN, Question types): onebit's unbiased mean
+    """An integer question's one row, `mean` (docs/surveys.md): onebit's unbiased mean
     min + (max - min)(lambda - q*)/(p* - q*) with the binary interval scaled, or a plain
     question's sample mean with s / sqrt(n) and a normal interval; clipped to [min, max]."""
     low, high = question.low, question.high
@@ -358,9 +416,11 @@ def question_results(
     z: float,
     extra: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    share: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The results entry of one question from its n and support counts (see results_document);
-    `extra` adds candidates to a text question's (within `limits`)."""
+    `extra` adds candidates to a text question's (within `limits`); `share`, the display share
+    when it was already found (em_shares of a whole survey at once)."""
     if question.type == "text":
         return _entry(question, n, _text_rows(question, n, counts, z, extra, limits))
     if question.type == "integer":
@@ -395,7 +455,8 @@ def question_results(
         q = np.array([float(b) for _, b in pairs])
         _, stderr, low, high = option_stats(c, n, p, q, z)
         # Plain answers are observed as given: their distribution is the sample's own.
-        share = c / n if question.plain else em_share(c, float(pairs[0][0]), float(pairs[0][1]))
+        if share is None:
+            share = c / n if question.plain else em_share(c, *_pair(question))
     options = []
     for v, label in enumerate(question.options):
         f = exact[v]
@@ -429,8 +490,8 @@ def results_document(
     simultaneous: bool = False,
     candidates: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
-) -> dict[str, Any]:
-    """DESIGN's results JSON from the number of reports and each question's support counts.
+) -> SurveyResults:
+    """The results (docs/researchers.md) from the number of reports and the support counts.
 
     `candidates` (normalized) adds rows to every text question beside its own candidates;
     every text question's decoder is checked against `limits` before any is built (LimitError,
@@ -446,32 +507,40 @@ def results_document(
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n: expected a non-negative integer, got {n!r}")
     z_value(confidence)
-    for question in survey.questions.values():
-        if question.type == "text":
-            check_decoder(question, len(text_candidates(question, candidates)), limits)
+    check_decoders(survey, candidates, limits)
+    counts = {qid: _counts(q, n, support.get(qid)) for qid, q in survey.questions.items()}
+    # The maximum-likelihood shares of every randomized categorical question, found together.
+    fitted = [
+        qid
+        for qid, q in survey.questions.items()
+        if n > 0 and q.type == "categorical" and not q.plain
+    ]
+    shares = dict(
+        zip(
+            fitted,
+            em_shares([(counts[qid], *_pair(survey.questions[qid])) for qid in fitted]),
+            strict=True,
+        )
+    )
     questions = []
     for qid, question in survey.questions.items():
-        counts = _counts(question, n, support.get(qid))
         z = z_value(confidence, free_estimates(question, candidates) if simultaneous else 1)
-        questions.append(question_results(question, n, counts, z, candidates, limits))
-    return {
-        "survey": survey.id,
-        "survey_hash": survey.hash,
-        "n": n,
-        "confidence": float(confidence),
-        "simultaneous": bool(simultaneous),
-        "questions": questions,
-    }
+        questions.append(
+            question_results(question, n, counts[qid], z, candidates, limits, share=shares.get(qid))
+        )
+    return SurveyResults(
+        {
+            "survey": survey.id,
+            "survey_hash": survey.hash,
+            "n": n,
+            "confidence": float(confidence),
+            "simultaneous": bool(simultaneous),
+            "questions": questions,
+        }
+    )
 
 
 def results_csv(doc: Mapping[str, Any]) -> str:
-    """The results as CSV, one row per option, in CSV_COLUMNS; null is an empty cell, and a
-    label or candidate a spreadsheet would run as a formula is neutralized (see csvsafe)."""
-    return write_csv(
-        CSV_COLUMNS,
-        (
-            [question["id"]] + [option[col] for col in CSV_COLUMNS[1:]]
-            for question in doc["questions"]
-            for option in question["options"]
-        ),
-    )
+    """The results as CSV, one row per option, in CSV_COLUMNS: SurveyResults.to_csv() of a
+    results document (see stats/results.py)."""
+    return (doc if isinstance(doc, SurveyResults) else SurveyResults(doc)).to_csv()

@@ -374,7 +374,14 @@ def _factor(node: Node) -> Factor:
         return Factor("C", f"C({shown})", (node.text,))
     inner = node.children[0]
     lone = inner.text if inner.kind == "id" else None
-    return Factor("I", _normalized(f"I({_render(inner)})"), tuple(dict.fromkeys(_ids(inner))), lone)
+    ids = tuple(dict.fromkeys(_ids(inner)))
+    if not ids:
+        raise _refuse(
+            f"I({_render(inner)})",
+            "names no question, so it is the same number for every report: a constant is the "
+            "intercept, written 1 (or -1 / +0 to leave it out)",
+        )
+    return Factor("I", _normalized(f"I({_render(inner)})"), ids, lone)
 
 
 def _normalized(expr: str) -> str:

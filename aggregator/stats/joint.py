@@ -22,6 +22,7 @@ import numpy as np
 from deniable.aggregator.stats.analyze import answer_count_chunks, as_survey
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import question_results, z_value
+from deniable.aggregator.stats.results import Breakdown, Crosstab
 from deniable.shared import Survey
 from deniable.shared.survey import Question
 
@@ -91,7 +92,7 @@ def breakdown(
     confidence: float = 0.95,
     *,
     verify: bool = True,
-) -> dict[str, Any]:
+) -> Breakdown:
     """The results of randomized `question` within each group of plain question `by`."""
     z = z_value(confidence)
     resolved = as_survey(survey)
@@ -120,12 +121,9 @@ def breakdown(
             n[g] += count
             for v in target.supports(answer):
                 support[g][v] += count
+    entries = [question_results(target, n[g], support[g], z) for g in range(group.k)]
     groups = [
-        {
-            "group": label,
-            "n": n[g],
-            "options": question_results(target, n[g], support[g], z)["options"],
-        }
+        {"group": label, "n": n[g], "options": entries[g]["options"]}
         for g, label in enumerate(group.options)
     ]
     test = None
@@ -133,7 +131,7 @@ def breakdown(
         row, what = (1, "share of yes") if target.type == "binary" else (0, "mean")
         rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
         test = difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
-    return {
+    doc = {
         "survey": resolved.id,
         "survey_hash": resolved.hash,
         "question": question,
@@ -143,6 +141,7 @@ def breakdown(
         "groups": groups,
         "test": test,
     }
+    return Breakdown(doc, entries[0])
 
 
 #: Distinct answer combinations folded at once (breakdown, and crosstab's upper bound).
@@ -207,7 +206,7 @@ def crosstab(
     confidence: float = 0.95,
     *,
     verify: bool = True,
-) -> dict[str, Any]:
+) -> Crosstab:
     """The joint distribution of two questions: a cell per pair of options."""
     z = z_value(confidence)
     resolved = as_survey(survey)
@@ -258,12 +257,14 @@ def crosstab(
         for i, label_a in enumerate(a.options)
         for j, label_b in enumerate(b.options)
     ]
-    return {
-        "survey": resolved.id,
-        "survey_hash": resolved.hash,
-        "first": first,
-        "second": second,
-        "n": n,
-        "confidence": confidence,
-        "cells": cells,
-    }
+    return Crosstab(
+        {
+            "survey": resolved.id,
+            "survey_hash": resolved.hash,
+            "first": first,
+            "second": second,
+            "n": n,
+            "confidence": confidence,
+            "cells": cells,
+        }
+    )

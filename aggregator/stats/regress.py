@@ -27,6 +27,7 @@ from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.joint import UnknownQuestion
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
+from deniable.aggregator.stats.results import RegressionResults
 from deniable.shared import Survey
 
 #: Gradient norm of the average log-likelihood at which the fit has converged.
@@ -256,7 +257,7 @@ def regress(
     *,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
-) -> dict[str, Any]:
+) -> RegressionResults:
     """Fit `outcome ~ covariates` on the reports; the coefficients with their standard errors,
     or `converged: false` and a message (separation, collinearity) instead of numbers. The
     formula must fit the grammar of stats/formula.py and the model the `limits`."""
@@ -333,4 +334,4 @@ def regress(
     }
     if result["message"]:
         doc["message"] = result["message"]
-    return doc
+    return RegressionResults(doc)

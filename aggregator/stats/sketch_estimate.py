@@ -259,6 +259,7 @@ class DecoderCache:
         self._kept: OrderedDict[tuple[Sketch, tuple[str, ...]], Decoder] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._building = threading.Lock()
 
     @property
     def nbytes(self) -> int:
@@ -276,7 +277,15 @@ class DecoderCache:
             if found is not None:
                 self._kept.move_to_end(key)
                 return found
-        built = decoder(sketch, candidates)
+        # One build at a time in a process: concurrent requests cannot multiply the memory a
+        # build takes, and a request waiting for the same decoder finds it built.
+        with self._building:
+            with self._lock:
+                found = self._kept.get(key)
+                if found is not None:
+                    self._kept.move_to_end(key)
+                    return found
+            built = decoder(sketch, candidates)
         with self._lock:
             if key not in self._kept and built.nbytes <= budget:
                 self._kept[key] = built

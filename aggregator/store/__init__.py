@@ -1,6 +1,7 @@
 """Storage: the store interface and its SQLite and PostgreSQL backends, schema migrations, the
-group commit that batches concurrent reports into one transaction, the per-app pool of stores,
-tally recounts, retention and the SQLite-to-PostgreSQL copy.
+group commit that batches concurrent reports into one transaction, the per-process pool of
+stores, tally recounts and purges, and the SQLite-to-PostgreSQL copy. No Flask and no statistics
+here (tests/test_layers.py): lending stores to requests is web/db.py's.
 
 Everything that knows SQL lives here; the rest of the aggregator sees only `Store`.
 """

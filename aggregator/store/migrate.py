@@ -1,10 +1,11 @@
-"""`deniable-aggregator migrate-store --to URL`: copy an SQLite deployment into PostgreSQL.
+"""Copy an SQLite deployment into PostgreSQL (`deniable-aggregator migrate-store --to URL`).
 
 Every table is read in one SQLite read transaction and written in one PostgreSQL transaction
 (COPY), so the copy is of one moment and lands whole or not at all. The target must be empty:
 copying into a database that already holds surveys or reports could count a report twice.
 After the copy, each survey is checked by recounting its tallies from the copied reports
 (plus what retention purged) and comparing them, and every table's row count, with the source.
+The command itself is the CLI's (aggregator/cli/maintenance.py).
 """
 
 from __future__ import annotations
@@ -13,14 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-from flask import current_app
-from flask.cli import with_appcontext
-
 from deniable.aggregator.store import recount
 from deniable.aggregator.store.base import StoreError
 from deniable.aggregator.store.sqlite import DB_FILE, SQLiteStore
-from deniable.shared.errors import DeniableError
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported only when migrating
     from deniable.aggregator.store.postgres import PostgresStore
@@ -48,8 +44,9 @@ class Copied:
     surveys: dict[str, int]
 
 
-def migrate(data_dir: Path, url: str) -> Copied:
-    """Copy the SQLite store in `data_dir` into the empty PostgreSQL database at `url`, verified."""
+def migrate(data_dir: Path, url: str, tally: recount.Tally) -> Copied:
+    """Copy the SQLite store in `data_dir` into the empty PostgreSQL database at `url`, verified
+    by recounting with `tally` (`stats.analyze.tally`)."""
     from deniable.aggregator.store.postgres import PostgresStore, describe
 
     path = Path(data_dir) / DB_FILE
@@ -61,7 +58,7 @@ def migrate(data_dir: Path, url: str) -> Copied:
         source.migrate()
         target.migrate()
         rows = _copy(source, target, describe(url))
-        surveys = _verify(source, target, rows)
+        surveys = _verify(source, target, rows, tally)
     finally:
         source.close()
     return Copied(rows, surveys)
@@ -98,7 +95,9 @@ def _copy(source: SQLiteStore, target: PostgresStore, where: str) -> dict[str, i
     return rows
 
 
-def _verify(source: SQLiteStore, target: PostgresStore, rows: dict[str, int]) -> dict[str, int]:
+def _verify(
+    source: SQLiteStore, target: PostgresStore, rows: dict[str, int], tally: recount.Tally
+) -> dict[str, int]:
     """Each survey's n and tallies equal on both sides and to a recount of the copied reports."""
     with target._conn() as conn:
         for table, copied in rows.items():
@@ -107,7 +106,7 @@ def _verify(source: SQLiteStore, target: PostgresStore, rows: dict[str, int]) ->
                 raise StoreError(f"verification failed: {table} has {have} rows, copied {copied}")
     surveys: dict[str, int] = {}
     for record in source.list_surveys():
-        found = recount.verify(target, record.id)
+        found = recount.verify(target, record.id, tally)
         if not found.consistent:
             raise StoreError(
                 f"verification failed: {record.id}: "
@@ -118,30 +117,3 @@ def _verify(source: SQLiteStore, target: PostgresStore, rows: dict[str, int]) ->
             raise StoreError(f"verification failed: {record.id}: tallies differ from the source")
         surveys[record.id] = found.stored_n
     return surveys
-
-
-@click.command("migrate-store")
-@click.option(
-    "--to",
-    "url",
-    required=True,
-    metavar="URL",
-    help="The PostgreSQL database to copy into (postgresql://user:password@host/db); it must be empty.",
-)
-@with_appcontext
-def migrate_store_command(url: str) -> None:
-    """Copy this SQLite deployment (DENIABLE_DATA_DIR) into PostgreSQL and verify it by recount.
-
-    Surveys, reports, tallies, report counts, retention totals, researcher tokens, invitations
-    and enrollments are copied in one transaction. Stop the aggregator first (reports that
-    arrive during the copy would not be copied); then set DENIABLE_DATABASE_URL=URL."""
-    try:
-        copied = migrate(Path(current_app.config["DATA_DIR"]), url)
-    except DeniableError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise click.exceptions.Exit(1) from None
-    for survey, n in copied.surveys.items():
-        click.echo(f"{survey}: n={n}; every tally matches the recount and the source")
-    summary = ", ".join(f"{n} {table}" for table, n in copied.rows.items())
-    click.echo(f"copied {summary}")
-    click.echo("now set DENIABLE_DATABASE_URL to that URL to use it")

@@ -1,9 +1,9 @@
-"""A small pool of stores per process: one per app context (request or CLI command), reused.
+"""A small pool of stores per process, lent one per app context (request or CLI command).
 
-Nothing is opened while the app is created, so a server may fork workers after loading it;
-stores made in another process (another pid) are never reused. The schema is migrated once
-per process, on first use. Reusing connections matters with werkzeug's server, which runs
-every request on a new thread.
+Nothing is opened until first use, so a server may fork workers after loading the app; stores
+made in another process (another pid) are never reused. The schema is migrated once per
+process, on first use. Reusing connections matters with werkzeug's server, which runs every
+request on a new thread. Lending a store to Flask's app context is aggregator/web/db.py's.
 """
 
 from __future__ import annotations
@@ -12,14 +12,10 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app, g
+from deniable.aggregator.store.base import Store, open_store
 
-from deniable.aggregator.store.base import Store, StoreError, open_store
-
-EXTENSION = "deniable.stores"
 POOL_SIZE = 16
 
 
@@ -64,43 +60,3 @@ class StoreProvider:
             yield store
         finally:
             self.checkin(store)
-
-
-def provider() -> StoreProvider:
-    """The current app's store provider."""
-    return current_app.extensions[EXTENSION]
-
-
-def get_store() -> Store:
-    """The store of the current app context (a request or a CLI command), lent on first use."""
-    if "deniable_store" not in g:
-        g.deniable_store = provider().checkout()
-    return g.deniable_store
-
-
-def existing_store(survey: str | None = None) -> Store:
-    """get_store() for a command that reads or maintains a database (about `survey`, if given):
-    StoreError when the SQLite file is missing, so a mistyped DENIABLE_DATA_DIR does not
-    become a new, empty database."""
-    if not current_app.config.get("DATABASE_URL"):
-        from deniable.aggregator.store.sqlite import DB_FILE
-
-        path = Path(current_app.config["DATA_DIR"]) / DB_FILE
-        if not path.is_file():
-            about = f"no survey {survey!r} on this aggregator: " if survey else ""
-            raise StoreError(
-                f"{about}no database at {path}; check DENIABLE_DATA_DIR (or run "
-                "`deniable-aggregator init-db` to create one there)"
-            )
-    return get_store()
-
-
-def init_app(app: Flask) -> None:
-    """Give the app its provider, and return each context's store when the context ends."""
-    app.extensions[EXTENSION] = StoreProvider(app.config)
-
-    @app.teardown_appcontext
-    def _return_store(_: BaseException | None) -> None:
-        store = g.pop("deniable_store", None)
-        if store is not None:
-            app.extensions[EXTENSION].checkin(store)

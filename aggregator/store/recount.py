@@ -3,22 +3,31 @@
 The tallies are what estimates read; the stored reports are the evidence. `verify` recounts a
 survey's n and support counts from its stored report bodies, plus the totals of reports that
 retention purged (their bodies are gone, their counts are kept), so a purge never makes verify
-"repair" a tally downwards.
+"repair" a tally downwards. The counting itself is the statistics' (`stats.analyze.tally`),
+given by the caller, so storage does not import the statistics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
-from deniable.aggregator.stats.analyze import tally
 from deniable.aggregator.store.base import BodyCounter, Recount, Store, StoreError
 from deniable.shared.report import hour_now
 from deniable.shared.survey import Survey
 
 
-def counter(store: Store, survey_id: str) -> BodyCounter:
-    """Counts report bodies of the survey exactly as ingestion tallies them."""
+class Tally(Protocol):
+    """Counts reports as the service does: `stats.analyze.tally`."""
+
+    def __call__(
+        self, survey: Survey, reports: Iterable[str], *, verify: bool
+    ) -> tuple[int, dict[str, list[int]]]: ...
+
+
+def counter(store: Store, survey_id: str, tally: Tally) -> BodyCounter:
+    """Counts report bodies of the survey exactly as ingestion tallies them (with `tally`)."""
     record = store.get_survey(survey_id)
     if record is None:
         raise StoreError(f"no survey {survey_id!r} on this aggregator; check the survey id")
@@ -30,9 +39,9 @@ def counter(store: Store, survey_id: str) -> BodyCounter:
     return count
 
 
-def verify(store: Store, survey_id: str, *, repair: bool = False) -> Recount:
+def verify(store: Store, survey_id: str, tally: Tally, *, repair: bool = False) -> Recount:
     """Recount the survey's n and tallies; with `repair`, make them equal in one transaction."""
-    return store.recount(survey_id, counter(store, survey_id), repair=repair)
+    return store.recount(survey_id, counter(store, survey_id, tally), repair=repair)
 
 
 def differences(found: Recount) -> list[str]:
@@ -54,13 +63,13 @@ def cutoff_hour(days: int, now: datetime | None = None) -> str:
     return hour_now((now or datetime.now(UTC)) - timedelta(days=days))
 
 
-def purge(store: Store, days: int, *, now: datetime | None = None) -> dict[str, int]:
+def purge(store: Store, days: int, tally: Tally, *, now: datetime | None = None) -> dict[str, int]:
     """Purge the bodies of reports received more than `days` days ago, survey by survey (one
     transaction each); tallies and n stay. Survey id -> reports purged (only those with any)."""
     before = cutoff_hour(days, now)
     purged = {}
     for record in store.list_surveys():
-        n = store.purge_reports(record.id, before, counter(store, record.id))
+        n = store.purge_reports(record.id, before, counter(store, record.id, tally))
         if n:
             purged[record.id] = n
     return purged

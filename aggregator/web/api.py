@@ -1,4 +1,4 @@
-"""The JSON API (v1), exactly as DESIGN's HTTP API table lists it."""
+"""The JSON API (v1), exactly as docs/researchers.md's HTTP API table lists it."""
 
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from deniable.aggregator import stats, surveys
-from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import parse_candidates, results_csv, z_value
+from deniable.aggregator.stats.estimate import parse_candidates, z_value
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import StoreError
-from deniable.aggregator.store.pool import get_store, provider
 from deniable.aggregator.web import report_endpoint
 from deniable.aggregator.web.auth import researcher_required
 from deniable.aggregator.web.bodies import json_body, json_object
+from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.aggregator.web.problems import Problem
 from deniable.shared.errors import ReportError, SurveyError
 
@@ -69,14 +68,14 @@ def create_survey() -> Any:
 @researcher_required
 def list_surveys() -> Any:
     """Every survey with its report count."""
-    return jsonify(surveys=[surveys.summary(r) for r in get_store().list_surveys()])
+    return jsonify(surveys=[surveys.summary(r, survey_cache()) for r in get_store().list_surveys()])
 
 
 @bp.post("/api/v1/surveys/<survey_id>/close")
 @researcher_required
 def close_survey(survey_id: str) -> Any:
     """Stop accepting reports."""
-    return jsonify(surveys.summary(surveys.close_survey(get_store(), survey_id)))
+    return jsonify(surveys.summary(surveys.close_survey(get_store(), survey_id), survey_cache()))
 
 
 @bp.post("/api/v1/surveys/<survey_id>/invitations")
@@ -89,14 +88,14 @@ def invitations(survey_id: str) -> Any:
         raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send only count")
     count = body.get("count") if isinstance(body, dict) else None
     limit = current_app.config["MAX_INVITATIONS"]
-    codes = surveys.invite(get_store(), survey_id, count, limit=limit)
+    codes = surveys.invite(get_store(), survey_id, count, limit=limit, cache=survey_cache())
     return jsonify(codes=codes), 201
 
 
 @bp.post("/api/v1/surveys/<survey_id>/enrollments")
 def enrollments(survey_id: str) -> Any:
     """Register a public key with an invitation code and a signature proving the key."""
-    newly = surveys.enroll(get_store(), survey_id, json_body())
+    newly = surveys.enroll(get_store(), survey_id, json_body(), cache=survey_cache())
     return jsonify(enrolled=True), 201 if newly else 200
 
 
@@ -131,6 +130,7 @@ def _results_options() -> dict[str, Any]:
         "simultaneous": surveys.parse_flag(_query("simultaneous"), "simultaneous"),
         "candidates": candidates,
         "limits": Limits.from_config(current_app.config),
+        "cache": survey_cache(),
     }
 
 
@@ -139,7 +139,7 @@ def _results_options() -> dict[str, Any]:
 def results(survey_id: str) -> Any:
     """Estimates with confidence intervals, from the tallies."""
     doc = surveys.results(get_store(), survey_id, **_results_options())
-    return Response(json.dumps(doc), mimetype="application/json")
+    return Response(json.dumps(doc.to_dict()), mimetype="application/json")
 
 
 @bp.get("/api/v1/surveys/<survey_id>/results.csv")
@@ -147,7 +147,7 @@ def results(survey_id: str) -> Any:
 def results_as_csv(survey_id: str) -> Any:
     """The results as CSV, one row per option."""
     doc = surveys.results(get_store(), survey_id, **_results_options())
-    response = Response(results_csv(doc), mimetype="text/csv")
+    response = Response(doc.to_csv(), mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
     return response
 
@@ -180,7 +180,7 @@ def _analysis(run: Any) -> Any:
     a 422 (the survey exists: 404 would say it does not) that says what to ask instead; a
     request over a limit (LimitError) answers the status it carries (413 or 422)."""
     try:
-        return Response(json.dumps(run()), mimetype="application/json")
+        return Response(json.dumps(run().to_dict()), mimetype="application/json")
     except (AnalysisError, ReportError) as exc:
         raise Problem(getattr(exc, "status", 422), str(exc)) from None
 
@@ -190,7 +190,7 @@ def _two_question_analysis(survey_id: str, names: tuple[str, str], analyse: Any)
     record = surveys.survey_or_404(get_store(), survey_id)
     first, second = (_required_query(name) for name in names)
     confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
-    survey = SURVEYS.survey(record)
+    survey = survey_cache().survey(record)
     return _analysis(lambda: analyse(survey, _stored_answers(survey_id), first, second, confidence))
 
 
@@ -233,7 +233,7 @@ def regression(survey_id: str) -> Any:
     except ValueError as exc:
         raise Problem(422, str(exc)) from None
     level = float(confidence)
-    survey = SURVEYS.survey(record)
+    survey = survey_cache().survey(record)
     limits = Limits.from_config(current_app.config)
     return _analysis(  # the formula is data: stats/formula.py checks it against the grammar
         lambda: stats.regress(

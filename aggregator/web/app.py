@@ -12,9 +12,7 @@ from typing import Any
 from flask import Flask
 
 from deniable.aggregator import config as settings
-from deniable.aggregator.store import pool as db
-from deniable.aggregator.store import retention
-from deniable.aggregator.web import api, problems, report_endpoint, respond
+from deniable.aggregator.web import api, db, problems, report_endpoint, respond, retention
 from deniable.aggregator.web.dashboard import init_dashboard
 from deniable.aggregator.web.limits import init_limits
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from flask import request
 
 from deniable.aggregator.credentials import token_matches
-from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.problems import Problem
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -93,7 +93,8 @@ def describe(question: Mapping[str, Any], confidence: float) -> str:
 
 
 def question_chart(question: Mapping[str, Any], confidence: float, title: str = "") -> Markup:
-    """An inline <svg> chart of one question's results entry (DESIGN's results JSON)."""
+    """An inline <svg> chart of one question's results: a QuestionResults (stats/results.py),
+    or a mapping of the same shape."""
     uid = f"chart-{next(_ids)}"
     scale = scale_of(question)
     options = question["options"]

@@ -37,15 +37,15 @@ from wtforms import ValidationError
 
 from deniable.aggregator import stats
 from deniable.aggregator import surveys as actions
-from deniable.aggregator.ingest import SURVEYS
 from deniable.aggregator.stats import planning
 from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import parse_candidates, results_csv, results_document
+from deniable.aggregator.stats.estimate import parse_candidates, results_document
 from deniable.aggregator.stats.limits import LimitError, Limits
+from deniable.aggregator.stats.results import QuestionResults
 from deniable.aggregator.store import SurveyRecord
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.web import sessions
 from deniable.aggregator.web.charts import question_chart
+from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError
@@ -216,7 +216,7 @@ def _survey_or_404(survey_id: str) -> tuple[SurveyRecord, Survey]:
         record = actions.survey_or_404(get_store(), survey_id)
     except actions.ActionError:
         abort(404)
-    return record, SURVEYS.survey(record)
+    return record, survey_cache().survey(record)
 
 
 def _status(record: SurveyRecord, survey: Survey) -> str:
@@ -233,17 +233,18 @@ def _confidence() -> float:
     return value if 0.5 <= value < 1 else 0.95
 
 
-def _wide(question: Any, entry: dict[str, Any], n: int, confidence: float) -> bool:
+def _wide(question: Any, entry: QuestionResults, n: int, confidence: float) -> bool:
     """Whether n reports leave intervals about as wide as the whole range: too few to say much.
 
     Judged by the planner's worst-case margin at n (half the range or more), or an interval
     that already spans 90% of it."""
     width = 1.0 if question.type != "integer" else float(question.high - question.low)
+    spans = [high - low for low, high in entry.conf_int().values()]
     if question.type == "text":  # judged by its candidates' intervals alone
-        return any(o["ci_high"] - o["ci_low"] >= 0.9 for o in entry["options"])
+        return any(span >= 0.9 for span in spans)
     if not question.plain and planning.margin_for(question.randomizer, n, confidence) >= width / 2:
         return True
-    return any(o["ci_high"] - o["ci_low"] >= 0.9 * width for o in entry["options"])
+    return any(span >= 0.9 * width for span in spans)
 
 
 @bp.route("/")
@@ -251,7 +252,7 @@ def surveys() -> str:
     """Every survey with its status, reports received and total epsilon."""
     rows = []
     for record in get_store().list_surveys():
-        survey = SURVEYS.survey(record)
+        survey = survey_cache().survey(record)
         rows.append({"record": record, "survey": survey, "status": _status(record, survey)})
     return render_template("surveys.html", rows=rows)
 
@@ -337,8 +338,8 @@ def survey(survey_id: str) -> str:
             limits=Limits.from_config(current_app.config),
         )
     questions = []
-    for entry in doc["questions"]:
-        question = resolved.questions[entry["id"]]
+    for entry in doc.questions.values():
+        question = resolved.questions[entry.id]
         questions.append(
             {
                 "entry": entry,
@@ -447,21 +448,17 @@ def analysis(survey_id: str) -> str:
     charts = []
     if "breakdown" in found:
         doc = found["breakdown"]
-        target = resolved.questions[doc["question"]]
-        for group in doc["groups"]:
-            entry = {"id": target.id, "type": target.type, "options": group["options"]}
-            if target.type == "integer":
-                entry.update(min=target.low, max=target.high)
-            title = f"{target.text}: {doc['by']} = {group['group']}"
+        target = resolved.questions[doc.question]
+        for group, entry in zip(doc["groups"], doc.groups.values(), strict=True):
+            title = f"{target.text}: {doc.by} = {group['group']}"
             charts.append({"group": group, "chart": question_chart(entry, confidence, title)})
     if "crosstab" in found:
         doc = found["crosstab"]
-        first, second = resolved.questions[doc["first"]], resolved.questions[doc["second"]]
-        cells = {(c["first"], c["second"]): c for c in doc["cells"]}
         found["crosstab_rows"] = [
-            {"label": a, "cells": [cells[(a, b)] for b in second.options]} for a in first.options
+            {"label": a, "cells": [doc.cell(a, b) for b in doc.column_labels]}
+            for a in doc.row_labels
         ]
-        found["crosstab_columns"] = second.options
+        found["crosstab_columns"] = doc.column_labels
     return render_template(
         "analysis.html",
         record=record,
@@ -518,7 +515,7 @@ def download_csv(survey_id: str) -> Response:
     except ValueError as exc:
         abort(400, description=str(exc))
     return Response(
-        results_csv(doc),
+        doc.to_csv(),
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-results.csv"'},
     )
@@ -660,7 +657,7 @@ def invitations(survey_id: str) -> Any:
         flash(f"Ask for 1 to {limit} invitation codes.", "error")
         return redirect(url_for("dashboard.survey", survey_id=survey_id))
     try:
-        codes = actions.invite(get_store(), survey_id, count, limit=limit)
+        codes = actions.invite(get_store(), survey_id, count, limit=limit, cache=survey_cache())
     except actions.ActionError as exc:
         flash(str(exc), "error")
         return redirect(url_for("dashboard.survey", survey_id=survey_id))

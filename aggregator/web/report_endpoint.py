@@ -26,11 +26,13 @@ from typing import Any
 from flask import Flask
 
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
-from deniable.aggregator.store import Store, open_store, retention
+from deniable.aggregator.store import Store, open_store
 from deniable.aggregator.store.commit import GroupCommitter
-from deniable.aggregator.store.pool import EXTENSION as STORES
-from deniable.aggregator.web import problems
+from deniable.aggregator.web import problems, retention
+from deniable.aggregator.web.db import EXTENSION as STORES
+from deniable.aggregator.web.db import SURVEYS
 from deniable.aggregator.web.problems import Problem
+from deniable.aggregator.web.statuses import REPORT_STATUS
 from deniable.shared.canonical import JSONTextError, parse_json
 
 PATH = "/api/v1/reports"
@@ -71,6 +73,7 @@ def answer(store: Store, body: object, app: Flask) -> tuple[int, str]:
         "clock_skew": timedelta(seconds=config["CLOCK_SKEW"]),
         "committer": committer(app),
         "records": recent_records(app),
+        "cache": app.extensions[SURVEYS],
     }
     if batch is not None:
         limit = config["MAX_BATCH"]
@@ -83,9 +86,10 @@ def answer(store: Store, body: object, app: Flask) -> tuple[int, str]:
             )
         return 200, results_json(ingest(store, batch, **options))
     (outcome,) = ingest(store, body, **options)
+    status = REPORT_STATUS[outcome.kind]
     if outcome.result == "rejected":
-        raise Problem(outcome.status, outcome.reason or "rejected", **outcome.to_dict())
-    return outcome.status, json.dumps(outcome.to_dict())
+        raise Problem(status, outcome.reason or "rejected", **outcome.to_dict())
+    return status, json.dumps(outcome.to_dict())
 
 
 StartResponse = Callable[..., Any]

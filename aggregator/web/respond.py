@@ -2,7 +2,7 @@
 
 The page randomizes, signs and sends on the device with static/deniable.js (the same protocol
 as deniable.client); the server renders the questions and their plain-words explanations
-(client/explain.py, the text of `deniable explain`) and never sees a true answer. No cookies,
+(shared/explain.py, the text of `deniable explain`) and never sees a true answer. No cookies,
 no inline script, nothing from another origin.
 """
 
@@ -16,10 +16,9 @@ from typing import Any
 from flask import Blueprint, Response, render_template
 
 from deniable.aggregator import surveys
-from deniable.aggregator.ingest import SURVEYS
-from deniable.aggregator.store.pool import get_store
-from deniable.client.explain import question_lines, total_lines
+from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.shared.errors import DeniableError
+from deniable.shared.explain import question_lines, total_lines
 
 bp = Blueprint("respond", __name__, template_folder="templates")
 
@@ -52,7 +51,7 @@ def page(survey_id: str) -> Any:
     except DeniableError:
         html = render_template("respond_missing.html", survey_id=survey_id)
         return _headers(Response(html, 404, mimetype="text/html"))
-    survey = SURVEYS.survey(record)
+    survey = survey_cache().survey(record)
     questions = [
         {"question": q, "explanation": question_lines(q)} for q in survey.questions.values()
     ]

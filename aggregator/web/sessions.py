@@ -21,7 +21,7 @@ from werkzeug.routing import RoutingException
 
 from deniable.aggregator.credentials import digest, token_matches
 from deniable.aggregator.stats.planning import MECHANISM_NAMES
-from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.web.db import get_store
 from deniable.shared.survey import QUESTION_ID, format_timestamp
 
 #: The key of the session id in the signed cookie.

@@ -13,9 +13,9 @@ from flask.testing import FlaskClient, FlaskCliRunner
 
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.store import Store
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.postgres_support import BACKENDS

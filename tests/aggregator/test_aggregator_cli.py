@@ -13,7 +13,7 @@ import pytest
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.demo import demo_survey_doc
-from deniable.aggregator.store.pool import get_store
+from deniable.aggregator.web.db import get_store
 
 AGGREGATOR = Path(sys.executable).parent / "deniable-aggregator"
 

@@ -20,7 +20,7 @@ from deniable.aggregator import create_app, credentials
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.config import ConfigError, from_env
 from deniable.aggregator.ingest import ingest
-from deniable.aggregator.stats import analyze, crosstab, joint
+from deniable.aggregator.stats import analyze, crosstab, joint, sketch_estimate
 from deniable.aggregator.stats.estimate import results_document
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits
 from deniable.aggregator.stats.sketch_estimate import (
@@ -29,9 +29,9 @@ from deniable.aggregator.stats.sketch_estimate import (
     decoder,
     decoder_cells,
 )
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from deniable.shared.sketches import HCMS
@@ -397,10 +397,10 @@ def test_chunk_size_keeps_crosstab_arrays_small():
 
 #: The server process's peak resident memory (VmHWM) must stay under this.
 PEAK_BOUND_BYTES = 1024 * 1024 * 1024
-#: hcms k=16, m=1024 (32,768 counters): 190 own + 50 asked-for candidates need a decoder of
-#: 240 x 33,008 = 7,921,920 cells; RAPPOR k=64, m=128 (8,320 counters): 800 + 50 need
-#: 850 x 9,170 = 7,794,500; cms k=16, m=4096 (65,552): 70 + 50 need 7,880,640. All just under
-#: the default 8,000,000, and 139,408 sketch counters in all, under 262,144.
+#: DENIABLE_MAX_DECODER_CELLS bounds the decoders of one request, summed over the survey's text
+#: questions. RAPPOR's decoder takes the most memory per cell (about 40 bytes while it is
+#: built): RAPPOR k=64, m=128 (8,320 counters) with 800 own + 50 asked-for candidates needs
+#: 850 x 9,170 = 7,794,500 cells, just under the default 8,000,000.
 EXTRA = [f"asked {i}" for i in range(50)]
 
 
@@ -410,8 +410,6 @@ def worst_text_doc() -> dict[str, Any]:
 
     return survey_of(
         [
-            text_question("h1", words("h1", 190), k=16, m=1024),
-            text_question("h2", words("h2", 190), k=16, m=1024),
             {
                 "id": "r",
                 "text": "r?",
@@ -419,15 +417,6 @@ def worst_text_doc() -> dict[str, Any]:
                 "mechanism": "rappor",
                 "rappor": {"k": 64, "h": 2, "m": 128, "f": "1/4", "p": "1/4", "q": "3/4"},
                 "candidates": words("r", 800),
-            },
-            {
-                "id": "c",
-                "text": "c?",
-                "type": "text",
-                "mechanism": "cms",
-                "epsilon": 2.0,
-                "cms": {"k": 16, "m": 4096},
-                "candidates": words("c", 70),
             },
         ],
         "worst-text",
@@ -487,7 +476,7 @@ def test_worst_requests_within_the_default_limits_stay_under_1_gb(tmp_path):
             "/api/v1/surveys/worst-text/results", params={"candidates": ",".join(EXTRA)}
         )
         assert text.status_code == 200, text.text
-        assert [len(q["options"]) for q in text.json()["questions"]] == [240, 240, 850, 120]
+        assert [len(q["options"]) for q in text.json()["questions"]] == [850]
         after_text = peak_rss(server.process.pid)
         cross = server.get("/api/v1/surveys/worst-multi/crosstab?first=a&second=b")
         assert cross.status_code == 200, cross.text
@@ -548,3 +537,59 @@ def test_the_largest_regression_within_the_default_limits_stays_under_1_gb():
     print(f"regression of {columns} columns, {cells:,} cells: peak RSS {peak / 2**20:.0f} MiB")
     assert columns == 198
     assert peak < PEAK_BOUND_BYTES, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_the_decoder_limit_counts_every_text_question_of_a_request(tmp_path):
+    """Each question under the limit is not enough: one request decodes every text question,
+    so their decoders together must fit (a survey of many large candidate lists once cost
+    minutes of CPU on every results request)."""
+    app = limited_app(tmp_path, MAX_DECODER_CELLS=DECODER_LIMIT)
+    words = [f"w{i}" for i in range(3)]  # 3 of the 5 candidates one question may decode
+    one = survey_of([text_question("a", words)], "one-list")
+    two = survey_of([text_question("a", words), text_question("b", words)], "two-lists")
+    client = app.test_client()
+    assert client.post("/api/v1/surveys", json=one, headers=AUTH).status_code == 201
+    refused = client.post("/api/v1/surveys", json=two, headers=AUTH)
+    detail = assert_limit_problem(refused, 422, "DENIABLE_MAX_DECODER_CELLS")
+    assert "summed over its text questions" in detail
+    asked = client.get("/api/v1/surveys/one-list/results?candidates=x1,x2", headers=AUTH)
+    assert asked.status_code == 200, asked.get_data(as_text=True)
+    over = client.get("/api/v1/surveys/one-list/results?candidates=x1,x2,x3", headers=AUTH)
+    assert_limit_problem(over, 413, "DENIABLE_MAX_DECODER_CELLS")
+    with pytest.raises(LimitError, match="summed over its text questions"):
+        results_document(
+            Survey.from_dict(two),
+            0,
+            {"a": [0] * COUNTERS, "b": [0] * COUNTERS},
+            limits=Limits(max_decoder_cells=DECODER_LIMIT),
+        )
+
+
+def test_concurrent_requests_build_a_decoder_once(monkeypatch):
+    """Decoders are built one at a time in a process, and a request waiting for the same one
+    finds it built: concurrent requests cannot multiply a build's memory or its time."""
+    import threading
+    import time
+
+    sketch = HCMS.from_epsilon(k=8, m=16, epsilon=2.0)
+    cache = DecoderCache()
+    built = []
+    real = sketch_estimate.decoder
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args[1])
+        time.sleep(0.05)  # a slow build: without the lock, every thread would build its own
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sketch_estimate, "decoder", counting)
+    found: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: found.append(cache.get(sketch, ("a", "b"), 1 << 30)))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert built == [("a", "b")]
+    assert len(found) == 8 and all(f is found[0] for f in found)

@@ -16,8 +16,8 @@ from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats.csvsafe import csv_cell, write_csv
 from deniable.aggregator.stats.estimate import CSV_COLUMNS
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, SurveyError, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import TOKEN

@@ -1,4 +1,4 @@
-"""The estimators against hand-computed values, DESIGN's results shape and the EM share."""
+"""Estimators against hand-computed values, the results shape (docs/researchers.md), EM share."""
 
 from __future__ import annotations
 
@@ -338,7 +338,7 @@ def matrix(k: int, p: float, q: float) -> np.ndarray:
 
 
 def fixed_point_gap(share: np.ndarray, counts: list[int], p: float, q: float) -> float:
-    """max_v |s_v (sum_u A_uv o_u / (A s)_u - 1)|: zero at a fixed point of DESIGN's update."""
+    """max_v |s_v (sum_u A_uv o_u / (A s)_u - 1)|: zero at a fixed point (docs/statistics.md)."""
     a = matrix(len(counts), p, q)
     o = np.asarray(counts, dtype=float) / sum(counts)
     gradient = a.T @ (o / (a @ share))
@@ -495,3 +495,24 @@ def test_a_plain_question_is_estimated_as_the_sample_share():
     assert east["estimate"] == 0.5 and east["share"] == 0.5 and east["count"] == 5.0
     assert east["stderr"] == pytest.approx(math.sqrt(0.5 * 0.5 / 9))
     assert [o["share"] for o in region["options"]] == [0.2, 0.3, 0.5]
+
+
+def test_em_shares_of_many_questions_are_each_questions_own_em_share():
+    """The survey-wide EM iterates same-size questions together; each share must be the very
+    floats of that question's own EM (its rounds and its stopping rule), all-zero counts kept
+    uniform."""
+    from deniable.aggregator.stats.estimate import em_share, em_shares
+
+    rng = np.random.default_rng(7)
+    problems = []
+    for _ in range(120):
+        k = int(rng.choice([2, 3, 5, 16, 64]))
+        eps = float(rng.choice([0.01, 0.3, 1.0, 4.0]))
+        p, q = np.exp(eps) / (np.exp(eps) + k - 1), 1 / (np.exp(eps) + k - 1)
+        n = int(rng.integers(0, 500))
+        counts = rng.multinomial(n, rng.dirichlet(np.ones(k))) if n else np.zeros(k, int)
+        problems.append((counts, float(p), float(q)))
+    together = em_shares(problems)
+    for (counts, p, q), share in zip(problems, together, strict=True):
+        assert np.array_equal(share, em_share(counts, p, q))
+    assert em_shares([]) == []

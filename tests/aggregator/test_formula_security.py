@@ -30,8 +30,8 @@ from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats import formula as grammar
 from deniable.aggregator.stats.limits import LimitError, Limits
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import TOKEN
@@ -257,13 +257,13 @@ def test_a_long_formula_within_the_limit_is_read_without_deep_recursion():
 #: Arithmetic that the grammar accepts but no report can take: an error that says so, never an
 #: exception of Python's (a 500) or a model of infinities.
 NOT_FINITE = [
-    "smokes ~ I(9 ** 9 ** 9)",
-    "smokes ~ I(10.0 ** 400)",
+    "smokes ~ I(age + 9 ** 9 ** 9)",
+    "smokes ~ I(age * 10.0 ** 400)",
     "smokes ~ I(age ** 99999)",
     "smokes ~ I(age / 0)",
     "smokes ~ I(1 / (age - age))",
-    "smokes ~ I(0 ** -1)",
-    "smokes ~ I((-8) ** 0.5)",
+    "smokes ~ I(age + 0 ** -1)",
+    "smokes ~ I(age + (-8) ** 0.5)",
 ]
 
 
@@ -271,6 +271,15 @@ NOT_FINITE = [
 def test_arithmetic_without_a_finite_value_is_an_analysis_error(rows, formula):
     with pytest.raises(AnalysisError, match="not a finite number"):
         regress(SURVEY, rows, formula, verify=False)
+
+
+@pytest.mark.parametrize(
+    "formula", ["smokes ~ I(1)", "smokes ~ age + I(2 * 3)", "smokes ~ C(adult):I(2)"]
+)
+def test_an_i_without_a_question_is_refused_naming_it(rows, formula):
+    with pytest.raises(AnalysisError, match="names no question") as refused:
+        regress(SURVEY, rows, formula, verify=False)
+    assert "I(" in str(refused.value)
 
 
 def test_a_number_too_large_for_a_float_is_an_analysis_error(rows):

@@ -12,8 +12,8 @@ import pytest
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.stats import analyze
 from deniable.aggregator.stats.estimate import CSV_COLUMNS
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import enrollment_proof
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, sign_report
 from deniable.shared.signing import generate_key, public_key_text, sign
 

@@ -12,8 +12,8 @@ import pytest
 from flask import Flask
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.report_endpoint import ReportEndpoint
 from deniable.shared import Survey
 from tests.aggregator.conftest import SURVEY_DOC, TOKEN

@@ -14,9 +14,9 @@ from deniable.aggregator import create_app, credentials
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats.analyze import tally
-from deniable.aggregator.store.pool import get_store
-from deniable.aggregator.store.retention import RetentionTimer
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
+from deniable.aggregator.web.retention import RetentionTimer
 from deniable.shared import Survey, hour_now, sign_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import TOKEN

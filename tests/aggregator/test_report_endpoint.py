@@ -13,8 +13,8 @@ from flask import Flask, request_started
 from gunicorn.http.errors import NoMoreData
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.report_endpoint import ReportEndpoint
 from deniable.shared import Survey, make_report, sign_report
 from deniable.shared.signing import generate_key

@@ -300,11 +300,12 @@ def test_concurrent_writers_lose_and_double_count_nothing(tmp_path):
 
 def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
     from deniable.aggregator.ingest import ingest
+    from deniable.aggregator.stats.analyze import tally
     from deniable.aggregator.store import recount
 
     for _ in range(5):
         ingest(store, report_for(survey))
-    count = recount.counter(store, survey.id)
+    count = recount.counter(store, survey.id, tally)
     n, support = store.tallies(survey.id)
     assert store.recount(survey.id, count).consistent
     bumped = NewReport("x", survey.id, "kx", "", {"smokes": (1,)})  # counted, body empty

@@ -156,7 +156,7 @@ def test_answering_again_resends_a_sent_report_which_the_server_knows(
     first = Client(live_server.url, home).answer(survey_id, TRUTH)
     network = CountsPosts()
     again = Client(live_server.url, home, session=network).answer(survey_id, {})
-    assert network.posts == 1  # DESIGN: answering again re-sends the stored report
+    assert network.posts == 1  # docs/respondents.md: answering again re-sends the stored report
     assert (first.status, again.status) == ("accepted", "duplicate") and again.repeated
     assert again.report_id == first.report_id and dict(again.answers) == dict(first.answers)
     offline = Client(live_server.url, home, session=PostsDrop()).answer(survey_id, {})

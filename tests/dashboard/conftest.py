@@ -13,8 +13,8 @@ from flask.testing import FlaskClient
 
 from deniable.aggregator import create_app, credentials
 from deniable.aggregator.ingest import ingest
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey, utc_now
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 

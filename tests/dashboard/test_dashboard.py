@@ -10,8 +10,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from tests.dashboard.conftest import DOC, SECRET_TITLE, TOKEN, csrf_of
 
 PAGES = [
@@ -63,7 +63,7 @@ def test_unauthenticated_post_changes_nothing(app: Flask, client: FlaskClient, p
     )
     assert response.status_code == 302 and response.headers["Location"].startswith("/login")
     with app.app_context():
-        from deniable.aggregator.store.pool import get_store
+        from deniable.aggregator.web.db import get_store
 
         assert get_store().get_survey("habits").closed_at is None
 
@@ -89,7 +89,7 @@ def test_post_without_csrf_is_refused(app: Flask, researcher: FlaskClient, path:
     assert response.status_code == 400
     assert "security token" in response.get_data(as_text=True)
     with app.app_context():
-        from deniable.aggregator.store.pool import get_store
+        from deniable.aggregator.web.db import get_store
 
         assert get_store().get_survey("habits").closed_at is None
 
@@ -161,7 +161,7 @@ def test_empty_survey_says_no_reports(researcher: FlaskClient) -> None:
 
 def test_too_few_reports_is_said(app: Flask, researcher: FlaskClient) -> None:
     from deniable.aggregator.ingest import ingest
-    from deniable.aggregator.store.pool import get_store
+    from deniable.aggregator.web.db import get_store
     from deniable.shared import Survey, make_report
     from deniable.shared.signing import generate_key
 

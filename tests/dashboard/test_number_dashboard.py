@@ -11,8 +11,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from deniable.aggregator.ingest import ingest
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import NUMBERS_DOC

@@ -17,9 +17,9 @@ from flask.testing import FlaskClient
 from deniable.aggregator import credentials
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.credentials import digest
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.store.sqlite import DB_FILE
 from deniable.aggregator.surveys import utc_now
+from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.sessions import SESSION_ID, new_session_id
 from deniable.shared.survey import format_timestamp
 from tests.dashboard.conftest import SECRET_TITLE, TOKEN, csrf_of

@@ -20,8 +20,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from deniable.aggregator import create_app, credentials
-from deniable.aggregator.store.pool import get_store
 from deniable.aggregator.surveys import create_survey
+from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import NUMBERS_DOC, NUMBERS_TRUTH, SURVEY_DOC

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.stats import simulate
 from tests.fault_front import Fault, FaultyFront
 
@@ -23,8 +24,10 @@ def test_reports_the_server_asks_to_resend_are_sent_again_and_stored_once(live_s
         503, "the database is unavailable or busy; try again shortly", {"Retry-After": "1"}
     )
     with FaultyFront(live_server.url, [busy, busy]) as front:
-        api, survey = simulate.fetch_survey(front.url, SURVEY["id"])
-        sent = simulate.send(api, survey, simulate.parse_truth(survey, None), 30, batch=10, seed=1)
+        api, survey = simulate_http.fetch_survey(front.url, SURVEY["id"])
+        sent = simulate_http.send(
+            api, survey, simulate.parse_truth(survey, None), 30, batch=10, seed=1
+        )
         assert front.posts[:2] == [503, 503]
     assert (sent.accepted, sent.failed) == (30, 0)
     assert live_server.results(SURVEY["id"])["n"] == 30
@@ -35,10 +38,12 @@ def test_reports_still_refused_after_every_round_are_failures(live_server: Any) 
     busy = Fault(
         503, "the database is unavailable or busy; try again shortly", {"Retry-After": "0"}
     )
-    rounds = simulate.RESEND_ROUNDS + 1
+    rounds = simulate_http.RESEND_ROUNDS + 1
     with FaultyFront(live_server.url, [busy] * rounds) as front:
-        api, survey = simulate.fetch_survey(front.url, SURVEY["id"])
-        sent = simulate.send(api, survey, simulate.parse_truth(survey, None), 5, batch=5, seed=1)
+        api, survey = simulate_http.fetch_survey(front.url, SURVEY["id"])
+        sent = simulate_http.send(
+            api, survey, simulate.parse_truth(survey, None), 5, batch=5, seed=1
+        )
         assert front.posts == [503] * rounds
     assert (sent.accepted, sent.failed) == (0, 5)
     assert "queued" in sent.failure_text()

@@ -41,5 +41,5 @@ DOC: dict[str, Any] = {
 
 @pytest.fixture
 def doc() -> dict[str, Any]:
-    """A fresh copy of DESIGN's example survey (plus an oue question)."""
+    """A fresh copy of docs/surveys.md's example survey (plus an oue question)."""
     return copy.deepcopy(DOC)

@@ -1,4 +1,4 @@
-"""Text answers: DESIGN's normalization and hash, and the three sketch mechanisms' exact
+"""Text answers: docs/surveys.md's normalization and hash, and the three sketch mechanisms' exact
 probabilities, privacy, sampler frequencies and answer checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's worked regression example runs, and its estimates recover the true model."""
+"""docs/analysis.md's worked regression example runs, and its estimates recover the true model."""
 
 from __future__ import annotations
 

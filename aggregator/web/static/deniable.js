@@ -57,7 +57,7 @@ export function flip(p) {
 // The white space Python's str.split() knows (str.isspace), which JavaScript's \s differs from.
 const PY_SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
 
-/** DESIGN's normalization: NFKC, runs of white space made one space and trimmed, lower case. */
+/** Normalization (docs/surveys.md): NFKC, white space runs made one space, trimmed, lower case. */
 export function normalizeText(text) {
   return String(text)
     .normalize("NFKC")
@@ -346,7 +346,7 @@ export function pythonNumber(x) {
   return negative ? `-${text}` : text;
 }
 
-/** DESIGN's canonical JSON text of a value: keys sorted by code point, no spaces. */
+/** docs/wire-format.md's canonical JSON text of a value: keys sorted by code point, no spaces. */
 export function canonicalJSON(value) {
   if (value === null || typeof value === "boolean") return JSON.stringify(value);
   if (typeof value === "number") return pythonNumber(value);
@@ -410,7 +410,7 @@ export function sentAt(now = new Date()) {
   return `${now.toISOString().slice(0, 13)}:00:00Z`;
 }
 
-/** A signed report (DESIGN "Reports") of noisy `answers` with a key {privateKey, publicKey}. */
+/** A signed report (docs/wire-format.md) of noisy `answers` with a key {privateKey, publicKey}. */
 export async function signedReport(survey, hash, answers, key, { reportId, now } = {}) {
   const report = {
     v: 1,

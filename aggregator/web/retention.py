@@ -12,8 +12,9 @@ import time
 
 from flask import Flask
 
+from deniable.aggregator.stats.analyze import tally
 from deniable.aggregator.store import recount
-from deniable.aggregator.store.pool import EXTENSION as STORES
+from deniable.aggregator.web.db import EXTENSION as STORES
 
 INTERVAL_SECONDS = 3600.0
 #: Where the app keeps its RetentionTimer (when retention is on).
@@ -45,7 +46,7 @@ class RetentionTimer:
         """Purge now; a failure is logged (without report contents) and retried next interval."""
         try:
             with self.app.app_context(), self.app.extensions[STORES].borrowed() as store:
-                purged = recount.purge(store, self.days)
+                purged = recount.purge(store, self.days, tally)
             if purged:
                 self.app.logger.info("retention: purged %d report(s)", sum(purged.values()))
         except Exception as exc:  # the next interval tries again

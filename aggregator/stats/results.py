@@ -1,0 +1,488 @@
+"""Results as objects: what `analyze`, `results_document`, `breakdown`, `crosstab` and `regress`
+return, in the style of statsmodels' results.
+
+Each object is a read-only mapping of its JSON document, so `res["n"]`,
+`res["questions"][0]["options"]`, `dict(res)`, iteration and `len` read it as before, and
+`json.dumps(res)` writes it (a `dict` underneath whose mutators raise TypeError; nested objects
+and arrays are read-only too). On top of the document each has
+
+- `to_dict()`: a plain, mutable copy of the JSON, exactly what the HTTP API answers;
+- `to_csv()`: the rows as CSV, every cell through `csvsafe` (formula-like labels neutralized);
+- `summary()`: the table `deniable-aggregator` prints;
+- attributes for the common fields: `n`, `confidence`, and per kind below.
+
+| class | from | attributes |
+|---|---|---|
+| `SurveyResults` | `analyze`, `results_document`, `surveys.results` | `questions` (id -> QuestionResults, in order), `simultaneous` |
+| `QuestionResults` | each entry of `res["questions"]` | `id`, `type`, `mechanism`, `epsilon`, `options`, `estimates`, `conf_int()` |
+| `Breakdown` | `breakdown` | `question`, `by`, `groups` (group label -> QuestionResults), `test` |
+| `Crosstab` | `crosstab` | `first`, `second`, `cells`, `row_labels`, `column_labels`, `cell(a, b)` |
+| `RegressionResults` | `regress` | `coefficients`, `params`, `bse`, `pvalues`, `conf_int()`, `converged`, `nobs`, `message` |
+
+Copies are the object itself (nothing can change it); pickling keeps the class. The documents'
+shapes are described in docs/researchers.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from deniable.aggregator.stats.csvsafe import write_csv
+
+#: The columns of the results CSV: a row per option of every question.
+CSV_COLUMNS = (
+    "question",
+    "option",
+    "support",
+    "estimate",
+    "stderr",
+    "ci_low",
+    "ci_high",
+    "count",
+    "share",
+)
+#: The option columns of a results entry (every CSV column but the question's id).
+OPTION_COLUMNS = CSV_COLUMNS[1:]
+BREAKDOWN_CSV_COLUMNS = ("group", "n", *OPTION_COLUMNS)
+CROSSTAB_CSV_COLUMNS = ("first", "second", "estimate", "stderr", "ci_low", "ci_high")
+REGRESSION_CSV_COLUMNS = ("term", "estimate", "stderr", "z", "p_value", "ci_low", "ci_high")
+
+
+def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is read-only; to_dict() gives a copy to change")
+
+
+def freeze(value: Any) -> Any:
+    """A JSON value with its objects and arrays made read-only (read-only parts are kept)."""
+    if isinstance(value, JSONObject | JSONArray):
+        return value
+    if isinstance(value, Mapping):
+        return JSONObject(value)
+    if isinstance(value, list | tuple):
+        return JSONArray(value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable copy of a JSON value (dicts and lists), the same numbers and order."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+class JSONObject(dict[str, Any]):
+    """A read-only JSON object: a dict, so json.dumps, dict() and == take it, whose mutators
+    raise TypeError."""
+
+    __slots__ = ()
+
+    def __init__(self, doc: Mapping[str, Any] = MappingProxyType({}), /) -> None:
+        if dict.__len__(self):
+            _refuse(self)
+        dict.__init__(self, ((key, self._freeze(key, value)) for key, value in doc.items()))
+
+    def _freeze(self, key: str, value: Any) -> Any:
+        """The read-only form of one member (subclasses give some members their own class)."""
+        return freeze(value)
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> JSONObject:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JSONObject:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (thaw(self),)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document as plain dicts and lists (a copy: change it freely)."""
+        return thaw(self)
+
+
+class JSONArray(list[Any]):
+    """A read-only JSON array: a list, so json.dumps and == take it, whose mutators raise."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[Any] = (), /) -> None:
+        if list.__len__(self):
+            _refuse(self)
+        list.__init__(self, (freeze(item) for item in items))
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> JSONArray:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JSONArray:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (thaw(self),)
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _support(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+class Results(JSONObject):
+    """What every results object has: `to_dict()`, `to_csv()`, `summary()`, `n`."""
+
+    __slots__ = ()
+
+    #: The CSV header; `_csv_rows` gives the rows.
+    csv_columns: tuple[str, ...] = ()
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        raise NotImplementedError
+
+    def to_csv(self) -> str:
+        """The rows as CSV (null is an empty cell; formula-like text is neutralized)."""
+        return write_csv(self.csv_columns, self._csv_rows())
+
+    def summary(self) -> str:
+        """The table the command line prints."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+    @property
+    def n(self) -> int:
+        """The number of reports."""
+        return int(self["n"])
+
+
+class AnalysisResults(Results):
+    """A whole document: its survey, hash and confidence level besides n."""
+
+    __slots__ = ()
+
+    @property
+    def survey(self) -> str:
+        """The survey's id."""
+        return str(self["survey"])
+
+    @property
+    def survey_hash(self) -> str:
+        return str(self["survey_hash"])
+
+    @property
+    def confidence(self) -> float:
+        """The intervals' confidence level."""
+        return float(self["confidence"])
+
+
+class QuestionResults(Results):
+    """One question's results entry: its mechanism and a row per option (or `mean`, or
+    candidate)."""
+
+    __slots__ = ()
+    csv_columns = CSV_COLUMNS
+
+    @property
+    def id(self) -> str:
+        return str(self["id"])
+
+    @property
+    def type(self) -> str | None:
+        return self.get("type")
+
+    @property
+    def mechanism(self) -> str | None:
+        return self.get("mechanism")
+
+    @property
+    def epsilon(self) -> float | None:
+        """The privacy cost; None for a plain question (sent as answered)."""
+        return self.get("epsilon")
+
+    @property
+    def options(self) -> JSONArray:
+        """The rows: option, support, estimate, stderr, ci_low, ci_high, count, share."""
+        return self["options"]  # type: ignore[no-any-return]
+
+    @property
+    def estimates(self) -> dict[str, float | None]:
+        """option label -> estimate (None with no reports)."""
+        return {row["option"]: row["estimate"] for row in self["options"]}
+
+    def conf_int(self) -> dict[str, tuple[float, float]]:
+        """option label -> (ci_low, ci_high)."""
+        return {row["option"]: (row["ci_low"], row["ci_high"]) for row in self["options"]}
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        for row in self["options"]:
+            yield [self["id"], *(row[column] for column in OPTION_COLUMNS)]
+
+    def summary(self) -> str:
+        """The question's block of the results table."""
+        q = self
+        if q["type"] == "text" and not q["options"]:
+            return f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates"
+        cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
+        lines = [f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})"]
+        width = max([6, *(len(o["option"]) for o in q["options"])])
+        lines.append(
+            f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
+            f"{'interval':>15}  {'count':>9}  {'share':>5}"
+        )
+        for o in q["options"]:
+            interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
+            lines.append(
+                f"  {o['option']:<{width}}  {_support(o['support']):>7}  {_cell(o['estimate']):>8}  "
+                f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
+                f"{_cell(o['share']):>5}"
+            )
+        return "\n".join(lines)
+
+
+class SurveyResults(AnalysisResults):
+    """A survey's results: estimates with intervals for every question (GET .../results)."""
+
+    __slots__ = ()
+    csv_columns = CSV_COLUMNS
+
+    def _freeze(self, key: str, value: Any) -> Any:
+        if key == "questions":
+            return JSONArray(
+                q if isinstance(q, QuestionResults) else QuestionResults(q) for q in value
+            )
+        return freeze(value)
+
+    @property
+    def questions(self) -> Mapping[str, QuestionResults]:
+        """question id -> its QuestionResults, in the survey's order (`res["questions"]` is
+        the JSON list of the same entries)."""
+        return MappingProxyType({q["id"]: q for q in self["questions"]})
+
+    @property
+    def simultaneous(self) -> bool:
+        """Whether the intervals hold for all of a question's options at once."""
+        return bool(self["simultaneous"])
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        for question in self["questions"]:
+            yield from question._csv_rows()
+
+    def summary(self) -> str:
+        level = f"{self['confidence']:.0%}".rstrip()
+        lines = [
+            f"survey {self['survey']}: {self['n']} reports, {level} intervals"
+            + (" (simultaneous)" if self["simultaneous"] else "")
+        ]
+        for question in self["questions"]:
+            lines += ["", question.summary()]
+        return "\n".join(lines)
+
+
+class Breakdown(AnalysisResults):
+    """A randomized question's results within each group of a plain question."""
+
+    __slots__ = ("_entry",)
+    csv_columns = BREAKDOWN_CSV_COLUMNS
+
+    def __init__(self, doc: Mapping[str, Any], /, entry: Mapping[str, Any] | None = None) -> None:
+        """`entry`: a results entry of the question (any group's), whose id, type, mechanism
+        and range each group's QuestionResults carries besides its own n and options."""
+        super().__init__(doc)
+        self._entry = JSONObject(entry if entry is not None else {"id": doc["question"]})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (thaw(self), thaw(self._entry))
+
+    @property
+    def question(self) -> str:
+        return str(self["question"])
+
+    @property
+    def by(self) -> str:
+        """The plain question whose answers make the groups."""
+        return str(self["by"])
+
+    @property
+    def groups(self) -> Mapping[str, QuestionResults]:
+        """group label -> the question's results within that group (`res["groups"]` is the
+        JSON list of {group, n, options})."""
+        return MappingProxyType(
+            {group["group"]: self._group_entry(group) for group in self["groups"]}
+        )
+
+    def _group_entry(self, group: Mapping[str, Any]) -> QuestionResults:
+        entry = {**self._entry, "n": group["n"], "options": group["options"]}
+        order = list(self._entry) or ["id"]
+        for key in ("n", "options"):
+            if key not in order:
+                order.append(key)
+        return QuestionResults({key: entry[key] for key in order})
+
+    @property
+    def test(self) -> JSONObject | None:
+        """The Wald test that every group has the same value (None with too few groups)."""
+        return self["test"]  # type: ignore[no-any-return]
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        for group in self["groups"]:
+            for row in group["options"]:
+                yield [group["group"], group["n"], *(row[column] for column in OPTION_COLUMNS)]
+
+    def summary(self) -> str:
+        by = self["by"]
+        lines = [
+            f"{self['question']} by {by}: {self['n']} reports, {self['confidence']:.0%} intervals"
+        ]
+        for group in self["groups"]:
+            lines.append(f"{by} = {group['group']}  (n = {group['n']})")
+            for row in group["options"]:
+                lines.append(
+                    f"  {row['option']:<20} {_cell(row['estimate'])}  "
+                    f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
+                )
+        test = self["test"]
+        if test:
+            lines.append(
+                f"no difference between groups: chi2 = {test['statistic']:.3f}, "
+                f"df = {test['df']}, p = {test['p_value']:.4g}"
+            )
+        return "\n".join(lines)
+
+
+class Crosstab(AnalysisResults):
+    """The joint distribution of two questions: a cell per pair of options."""
+
+    __slots__ = ("_index",)
+    csv_columns = CROSSTAB_CSV_COLUMNS
+
+    def __init__(self, doc: Mapping[str, Any], /) -> None:
+        super().__init__(doc)
+        self._index = {(cell["first"], cell["second"]): cell for cell in self["cells"]}
+
+    @property
+    def first(self) -> str:
+        return str(self["first"])
+
+    @property
+    def second(self) -> str:
+        return str(self["second"])
+
+    @property
+    def cells(self) -> JSONArray:
+        """The cells: first, second, estimate, stderr, ci_low, ci_high (first's options outer)."""
+        return self["cells"]  # type: ignore[no-any-return]
+
+    @property
+    def row_labels(self) -> tuple[str, ...]:
+        """The first question's options, in order."""
+        return tuple(dict.fromkeys(cell["first"] for cell in self["cells"]))
+
+    @property
+    def column_labels(self) -> tuple[str, ...]:
+        """The second question's options, in order."""
+        return tuple(dict.fromkeys(cell["second"] for cell in self["cells"]))
+
+    def cell(self, first: str, second: str) -> JSONObject:
+        """The cell of option `first` of the first question and `second` of the second
+        (KeyError if there is none)."""
+        return self._index[(first, second)]  # type: ignore[no-any-return]
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        for cell in self["cells"]:
+            yield [cell[column] for column in CROSSTAB_CSV_COLUMNS]
+
+    def summary(self) -> str:
+        lines = [
+            f"{self['first']} x {self['second']}: {self['n']} reports, "
+            f"{self['confidence']:.0%} intervals"
+        ]
+        for cell in self["cells"]:
+            lines.append(
+                f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
+                f"[{_cell(cell['ci_low'])}, {_cell(cell['ci_high'])}]  se {_cell(cell['stderr'])}"
+            )
+        return "\n".join(lines)
+
+
+class RegressionResults(AnalysisResults):
+    """A fitted logistic regression of a randomized answer: coefficients with standard errors,
+    or `converged` False and a `message` (separation, collinearity) with null numbers."""
+
+    __slots__ = ()
+    csv_columns = REGRESSION_CSV_COLUMNS
+
+    @property
+    def formula(self) -> str:
+        return str(self["formula"])
+
+    @property
+    def converged(self) -> bool:
+        return bool(self["converged"])
+
+    @property
+    def message(self) -> str | None:
+        """Why the fit failed (None when it converged)."""
+        return self.get("message")
+
+    @property
+    def nobs(self) -> int:
+        """The number of reports fitted (statsmodels' name for n)."""
+        return self.n
+
+    @property
+    def coefficients(self) -> JSONArray:
+        """A row per term: term, estimate, stderr, z, p_value, ci_low, ci_high."""
+        return self["coefficients"]  # type: ignore[no-any-return]
+
+    @property
+    def params(self) -> dict[str, float | None]:
+        """term -> coefficient."""
+        return {row["term"]: row["estimate"] for row in self["coefficients"]}
+
+    @property
+    def bse(self) -> dict[str, float | None]:
+        """term -> standard error."""
+        return {row["term"]: row["stderr"] for row in self["coefficients"]}
+
+    @property
+    def pvalues(self) -> dict[str, float | None]:
+        """term -> two-sided p-value of the Wald z."""
+        return {row["term"]: row["p_value"] for row in self["coefficients"]}
+
+    def conf_int(self) -> dict[str, tuple[float | None, float | None]]:
+        """term -> (ci_low, ci_high) at the results' confidence level."""
+        return {row["term"]: (row["ci_low"], row["ci_high"]) for row in self["coefficients"]}
+
+    def _csv_rows(self) -> Iterator[list[Any]]:
+        for row in self["coefficients"]:
+            yield [row[column] for column in REGRESSION_CSV_COLUMNS]
+
+    def summary(self) -> str:
+        """The fit's first line, then a row per term (or why the fit failed)."""
+        lines = [
+            f"{self['formula']}: {self['n']} reports, log-likelihood "
+            f"{self['log_likelihood']:.3f}, {self['iterations']} iterations"
+        ]
+        if not self["converged"]:
+            lines.append(f"the fit failed: {self.get('message')}")
+            return "\n".join(lines)
+        level = f"{self['confidence']:.0%}"
+        lines.append(
+            f"  {'term':<24} {'estimate':>9} {'stderr':>9} {'z':>8} {'p':>9}  {level} interval"
+        )
+        for row in self["coefficients"]:
+            lines.append(
+                f"  {row['term']:<24} {row['estimate']:>9.4f} {row['stderr']:>9.4f} "
+                f"{row['z']:>8.3f} {row['p_value']:>9.3g}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+            )
+        return "\n".join(lines)

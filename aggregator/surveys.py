@@ -1,25 +1,32 @@
-"""What researchers and respondents do to surveys, over a Store: shared by the API and the CLI.
+"""What researchers and respondents do to surveys, over a Store: one service function per action
+(results, their CSV, the reports export, breakdown, crosstab, regression, invitations, closing),
+called alike by the API, the dashboard and the CLI with parameters parsed by params.py.
 
 Plain functions without Flask; a refusal is an ActionError carrying the HTTP status it maps to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from deniable.aggregator import credentials
+from deniable.aggregator import credentials, stats
 from deniable.aggregator.ingest import SurveyCache
+from deniable.aggregator.stats import AnalysisError
+from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import check_decoder, check_decoders, results_document
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits, check
-from deniable.aggregator.stats.results import SurveyResults
+from deniable.aggregator.stats.results import Breakdown, Crosstab, RegressionResults, SurveyResults
 from deniable.aggregator.stats.sketch_estimate import DECODERS, SketchDecodeError
 from deniable.aggregator.store import Store, SurveyRecord
+from deniable.aggregator.store.pool import StoreProvider
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
-from deniable.shared.errors import DeniableError, SurveyError
+from deniable.shared.errors import DeniableError, ReportError, SurveyError
 from deniable.shared.survey import SURVEY_ID, Survey
+
+T = TypeVar("T")
 
 
 class ActionError(DeniableError):
@@ -76,7 +83,7 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
     more sketch counters in all, or text candidates needing a larger decoder than `limits`
     allow: checked before anything is stored or decoded."""
     questions = list(survey.questions.values())
-    counters = sum(q.k for q in questions if q.type == "text")
+    counters = sum(q.k for q in questions if q.kind.rows == "candidates")
     try:
         check(
             len(questions),
@@ -96,7 +103,7 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
     except LimitError as exc:
         raise SurveyError(str(exc)) from None
     for i, question in enumerate(questions):
-        if question.type == "text" and question.candidates:
+        if question.kind.rows == "candidates" and question.candidates:
             # Every results request decodes the survey's own candidates.
             try:
                 check_decoder(question, len(question.candidates), limits, status=422)
@@ -119,7 +126,7 @@ def create_survey(
     survey = Survey.from_dict(doc)
     check_survey_limits(survey, limits)
     for i, question in enumerate(survey.questions.values()):
-        if question.type == "text" and question.candidates and question.mechanism != "rappor":
+        if question.candidates and getattr(question.randomizer, "separates_candidates", False):
             # Results must be computable: a count-mean sketch has to tell the candidates apart
             # (RAPPOR selects among more candidates than its bits resolve, as the paper does).
             try:  # built into the cache: the first results request reuses it
@@ -238,33 +245,6 @@ def enroll(store: Store, survey_id: str, body: object, *, cache: SurveyCache | N
     return outcome == "enrolled"
 
 
-def parse_confidence(text: object, default: float) -> float:
-    """A confidence level from a query string or option (strictly between 0 and 1)."""
-    if text is None or text == "":
-        return default
-    try:
-        value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not 0 < value < 1:
-        raise ActionError(
-            400, f"confidence: expected a level between 0 and 1, like 0.95, got {text!r}"
-        )
-    return value
-
-
-def parse_flag(text: object, name: str) -> bool:
-    """A true/false query parameter."""
-    if text is None or text == "":
-        return False
-    value = str(text)
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ActionError(400, f"{name}: expected true or false, got {text!r}")
-
-
 def results(
     store: Store,
     survey_id: str,
@@ -295,3 +275,102 @@ def results(
         raise ActionError(exc.status, str(exc)) from None
     except ValueError as exc:
         raise ActionError(422, str(exc)) from None
+
+
+def results_csv(
+    store: Store,
+    survey_id: str,
+    *,
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+    candidates: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    cache: SurveyCache | None = None,
+) -> str:
+    """The results as CSV, one row per option (the same results as `results`)."""
+    return results(
+        store,
+        survey_id,
+        confidence=confidence,
+        simultaneous=simultaneous,
+        candidates=candidates,
+        limits=limits,
+        cache=cache,
+    ).to_csv()
+
+
+def report_lines(stores: StoreProvider, survey_id: str) -> Iterator[str]:
+    """Every stored noisy report of a survey, one JSON object a line, streamed (memory flat in
+    their number). The survey is checked now (ActionError 404); the lines are read later from
+    a store of their own, so they may be sent after the request that asked for them is gone."""
+    with stores.borrowed() as store:
+        survey_or_404(store, survey_id)
+
+    def lines() -> Iterator[str]:
+        with stores.borrowed() as store:
+            for body in store.iter_report_bodies(survey_id):
+                yield body + "\n"
+
+    return lines()
+
+
+def _analysed(run: Callable[[], T]) -> T:
+    """Run an analysis on stored reports: a question the survey lacks, one of the wrong kind or
+    too few reports is ActionError 422 (the survey exists: 404 would say it does not) saying
+    what to ask instead; a request over a limit answers the status its LimitError carries."""
+    try:
+        return run()
+    except (AnalysisError, ReportError) as exc:
+        raise ActionError(getattr(exc, "status", 422), str(exc)) from None
+
+
+def breakdown(
+    store: Store,
+    survey_id: str,
+    question: str,
+    by: str,
+    *,
+    confidence: float = 0.95,
+    cache: SurveyCache | None = None,
+) -> Breakdown:
+    """A randomized question's results within each group of a plain question (stored reports)."""
+    survey = parsed(survey_or_404(store, survey_id), cache)
+    answers = StoredAnswers(store, survey_id)
+    return _analysed(
+        lambda: stats.breakdown(survey, answers, question, by, confidence, verify=False)
+    )
+
+
+def crosstab(
+    store: Store,
+    survey_id: str,
+    first: str,
+    second: str,
+    *,
+    confidence: float = 0.95,
+    cache: SurveyCache | None = None,
+) -> Crosstab:
+    """The joint distribution of two questions (stored reports)."""
+    survey = parsed(survey_or_404(store, survey_id), cache)
+    answers = StoredAnswers(store, survey_id)
+    return _analysed(
+        lambda: stats.crosstab(survey, answers, first, second, confidence, verify=False)
+    )
+
+
+def regression(
+    store: Store,
+    survey_id: str,
+    formula: str,
+    *,
+    confidence: float = 0.95,
+    limits: Limits = DEFAULT_LIMITS,
+    cache: SurveyCache | None = None,
+) -> RegressionResults:
+    """Fit `outcome ~ covariates` on the stored reports; the formula is data, checked against
+    the grammar of stats/formula.py, and the model against `limits`."""
+    survey = parsed(survey_or_404(store, survey_id), cache)
+    answers = StoredAnswers(store, survey_id)
+    return _analysed(
+        lambda: stats.regress(survey, answers, formula, confidence, verify=False, limits=limits)
+    )

@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from deniable.client.client import Client, check_true_answers
+from deniable.client.client import DEFAULT_EPSILON_CAP, Client, check_true_answers
 from deniable.client.errors import ClientError
 from deniable.client.explain import PLAIN_NOTICE, explain_survey, question_lines, total_lines
 from deniable.client.http import client_version
@@ -76,7 +76,8 @@ def make_client(ctx: click.Context, url: str | None = None) -> Client:
     "--epsilon-cap",
     type=click.FloatRange(min=0, min_open=True),
     envvar="DENIABLE_EPSILON_CAP",
-    help="Most total epsilon to spend over all surveys [env DENIABLE_EPSILON_CAP; default 10].",
+    help="Most total epsilon to spend over all surveys "
+    f"[env DENIABLE_EPSILON_CAP; default {DEFAULT_EPSILON_CAP:g}].",
 )
 @click.pass_context
 def cli(ctx: click.Context, home: Path | None, epsilon_cap: float | None) -> None:
@@ -191,23 +192,15 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
         question = survey.questions[qid]
         click.echo()
         click.echo(f"{number}/{len(missing)}  {question.text}  [{qid}]")
-        if question.type not in ("integer", "text"):
+        if question.kind.numbered:
             click.echo(
                 "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
             )
         for line in question_lines(question):
             click.echo(f"     {line}")
-        if question.type == "integer":
-            prompt = f"     Your answer (a whole number from {question.low} to {question.high})"
-        elif question.type == "text":
-            prompt = "     Your answer (a word or a short phrase)"
-        elif question.type == "multi":
-            prompt = "     Your answers (numbers or labels, separated by commas; Enter for none)"
-        else:
-            prompt = f"     Your answer (1-{question.k})"
         answers[qid] = click.prompt(
-            prompt,
-            default="" if question.type == "multi" else None,
+            question.kind.prompt(question),
+            default=question.kind.prompt_default,
             show_default=False,
             value_proc=lambda text, q=question: option_of(q, text),
         )
@@ -217,56 +210,17 @@ def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
 def option_of(question: Question, text: str) -> Any:
     """An interactive answer (a 1-based number, a label, or y/n) as the option's label; an
     integer question's number; a multi question's labels (comma-separated, empty for none)."""
-    value = text.strip()
-    if question.type == "text":
-        try:
-            question.normalize(value)
-        except SurveyError:
-            raise click.BadParameter("give a word or a short phrase") from None
-        return value
-    if question.type == "integer":
-        try:
-            return question.normalize(value)
-        except SurveyError:
-            raise click.BadParameter(
-                f"give a whole number from {question.low} to {question.high}"
-            ) from None
-    if question.type == "multi":
-        if value in question.options:
-            return [value]
-        return [_one_option(question, part) for part in value.split(",") if part.strip()]
-    return _one_option(question, value)
-
-
-def _one_option(question: Question, text: str) -> str:
-    value = text.strip()
-    if value.isascii() and value.isdigit() and len(value) <= 4:  # not "²" (isdigit, no int)
-        number = int(value)
-        if 1 <= number <= question.k:
-            return question.options[number - 1]
-        raise click.BadParameter(f"give a number from 1 to {question.k}")
-    if question.type == "binary" and value.casefold() in ("y", "n"):
-        return "yes" if value.casefold() == "y" else "no"
     try:
-        return question.options[question.index_of(value)]
-    except SurveyError:
-        raise click.BadParameter(
-            f"give a number from 1 to {question.k} or one of: {', '.join(question.options)}"
-        ) from None
+        return question.kind.from_prompt(question, text)
+    except SurveyError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def noisy_text(question: Question | None, value: Encoded) -> str:
     """A noisy answer as the respondent should read it ("yes", "C", "0010 (marks C)")."""
     if question is None:
         return str(value)
-    if question.type == "integer":
-        return f"{value} (one bit)" if not question.plain else str(value)
-    if question.type == "text":
-        return f"{json.dumps(value)} (a sketch of your answer, randomized)"
-    if isinstance(value, str):
-        marked = [question.options[i] for i in question.supports(value)]
-        return f"{value} (marks {', '.join(marked) if marked else 'none'})"
-    return question.options[value]
+    return question.kind.noisy_text(question, value)
 
 
 def show_receipt(receipt: Receipt, survey: Survey | None, as_json: bool) -> None:

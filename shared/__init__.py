@@ -16,6 +16,7 @@ from deniable.shared.mechanisms import (
     MultiRR,
     OneBit,
 )
+from deniable.shared.questions import QUESTION_TYPES, QuestionType
 from deniable.shared.report import (
     build_report,
     check_answers,
@@ -45,7 +46,9 @@ __all__ = [
     "Mechanism",
     "MultiRR",
     "OneBit",
+    "QUESTION_TYPES",
     "Question",
+    "QuestionType",
     "ReportError",
     "Survey",
     "Sketch",

@@ -25,6 +25,7 @@ from deniable.shared.probability import (
     bernoulli,
     format_probability,
     parse_probability,
+    percent,
     round_down,
     round_up,
     uniform_index,
@@ -64,6 +65,11 @@ class Mechanism(ABC):
     name: ClassVar[str]
     #: Whether the mechanism answers binary questions (report 0 = "no", 1 = "yes").
     binary: ClassVar[bool]
+    #: Whether every report supports exactly one slot (so a question's counts add up to n);
+    #: oue and a multi question's marks support any number.
+    one_per_report: ClassVar[bool] = True
+    #: Whether a report is a string of '0'/'1' (oue, multi), not an option's index.
+    bit_string: ClassVar[bool] = False
 
     def __init__(self, k: int) -> None:
         if k < 2:
@@ -149,6 +155,19 @@ class Mechanism(ABC):
             worst = max(worst, lam * (1 - lam))
         return worst / (n * gap * gap)
 
+    # -- in plain words (docs/respondents.md) -------------------------------------------------
+    def describe(self) -> str:
+        """One sentence: what leaves the device, and how likely the truth is kept."""
+        return f"What is sent: a randomized answer ({self.name})."
+
+    def odds_ratio(self) -> Fraction | float:
+        """e^epsilon, exactly where the coins allow: the most an observer's odds can move."""
+        return math.exp(self.epsilon)
+
+    def in_brief(self) -> str:
+        """How the mechanism protects an answer, in a researcher's words (the dashboard's)."""
+        return f"answers are randomized ({self.name}) before they are sent"
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params_text().items())
         return f"{type(self).__name__}(k={self.k}, {params}, epsilon={self.epsilon:.6g})"
@@ -228,6 +247,21 @@ class RR(KeepOrFlip, _BinaryMechanism):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
+    def describe(self) -> str:
+        return (
+            f'What is sent: "yes" or "no". Your true answer is kept with probability '
+            f"{percent(self.keep)}; otherwise the opposite answer is sent "
+            f"({percent(1 - self.keep)})."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        p, q = self.p_star, self.q_star
+        return max(p / q, (1 - q) / (1 - p))
+
+    def in_brief(self) -> str:
+        p = float(self.p_star)
+        return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
+
     def randomize(self, index: int) -> Encoded:
         return index if self._keep.flip() else 1 - index
 
@@ -258,6 +292,28 @@ class Coins(_BinaryMechanism):
 
     def params(self) -> dict[str, Fraction]:
         return {"truth": self.truth, "yes": self.yes}
+
+    def describe(self) -> str:
+        truth, yes = self.truth, self.yes
+        return (
+            f'What is sent: "yes" or "no", decided by two coins. Your true answer is kept with '
+            f"probability {percent(truth)}; otherwise the second coin picks: "
+            f'"yes" with probability {percent(yes)}, "no" with {percent(1 - yes)}. '
+            f'In all, "yes" is sent with probability {percent(self.p_star)} if you answered yes '
+            f"and {percent(self.q_star)} if you answered no."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        p, q = self.p_star, self.q_star
+        return max(p / q, (1 - q) / (1 - p))
+
+    def in_brief(self) -> str:
+        p, q = float(self.p_star), float(self.q_star)
+        return (
+            f"with probability {float(self.truth):.0%} the true answer is sent; otherwise a coin "
+            f"says yes with probability {float(self.yes):.0%} (a yes report comes from a true yes "
+            f"with probability {p:.0%}, from a true no with probability {q:.0%})"
+        )
 
     def randomize(self, index: int) -> Encoded:
         if self._truth.flip():
@@ -298,6 +354,22 @@ class GRR(Mechanism):
     def epsilon(self) -> float:
         return math.log(self.p_star / self.q_star)
 
+    def describe(self) -> str:
+        return (
+            f"What is sent: one of the {self.k} options. Your true answer is kept with "
+            f"probability {percent(self.p_star)}; otherwise one of the other {self.k - 1} "
+            f"options is sent, each with probability {percent(self.q_star)}."
+        )
+
+    def in_brief(self) -> str:
+        return (
+            f"each answer is kept truthfully with probability {float(self.p_star):.0%}, "
+            f"otherwise replaced by one of the other {self.k - 1} options at random"
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        return self.p_star / self.q_star
+
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
@@ -337,6 +409,8 @@ def ones_at(bits: str, base: int = 0) -> tuple[int, ...]:
 class _BitString(Mechanism):
     """An answer that is a string of k '0'/'1', character i for option i (oue, multi)."""
 
+    bit_string = True
+
     def validate(self, encoded: object) -> Encoded:
         if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
             raise ValueError(
@@ -359,6 +433,7 @@ class OUE(_BitString):
 
     name = "oue"
     binary = False
+    one_per_report = False
 
     def __init__(self, k: int, *, q: Fraction, p: Fraction = HALF) -> None:
         super().__init__(k)
@@ -390,6 +465,25 @@ class OUE(_BitString):
     def params(self) -> dict[str, Fraction]:
         return {"p": self.p, "q": self.q}
 
+    def describe(self) -> str:
+        return (
+            f"What is sent: a mark (0 or 1) for each of the {self.k} options. Your true "
+            f"answer is marked with probability {percent(self.p_star)}, and every other option "
+            f"with probability {percent(self.q_star)}, each on its own coin; so a report may "
+            "mark several options, or none."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        p, q = self.p_star, self.q_star
+        return (p * (1 - q)) / ((1 - p) * q)
+
+    def in_brief(self) -> str:
+        p, q = float(self.p_star), float(self.q_star)
+        return (
+            f"one bit per option: the true option's bit is set with probability {p:.0%}, every "
+            f"other option's bit with probability {q:.0%}"
+        )
+
     def randomize(self, index: int) -> Encoded:
         bits = self._q.bit_string(self.k)
         own = "1" if self._p.flip() else "0"
@@ -401,6 +495,10 @@ class OUE(_BitString):
             one = self.p if i == index else self.q
             prob *= one if c == "1" else 1 - one
         return prob
+
+
+#: What every respondent interface says of a plain question before anything is sent.
+PLAIN_NOTICE = "Sent exactly as you answer: this question is not randomized."
 
 
 class _SentAsAnswered:
@@ -423,6 +521,15 @@ class _SentAsAnswered:
 
     def params(self) -> dict[str, Fraction]:
         return {}
+
+    def describe(self) -> str:
+        return (
+            f"{PLAIN_NOTICE} Your answer itself is sent (it is a plain question, used to "
+            "group the randomized answers, e.g. by region), so it is not deniable."
+        )
+
+    def in_brief(self) -> str:
+        return "a plain question: answers are sent exactly as given, not randomized"
 
 
 class Plain(_SentAsAnswered, Mechanism):
@@ -486,6 +593,24 @@ class OneBit(KeepOrFlip, _BinaryMechanism):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
+    def describe(self) -> str:
+        return (
+            f"What is sent: one bit (0 or 1), never your number. At {self.high} it is 1 with "
+            f"probability {percent(self.p_star)}, at {self.low} with "
+            f"{percent(self.q_star)}, and in between in proportion: "
+            f"{percent(self.p_star)} of the time it leans towards your number."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        return self.p_star / self.q_star
+
+    def in_brief(self) -> str:
+        p, q = float(self.p_star), float(self.q_star)
+        return (
+            f"one bit per answer, never the number: 1 with probability {q:.0%} at "
+            f"{self.low}, rising in proportion to {p:.0%} at {self.high}"
+        )
+
     def one_probability(self, offset: int) -> Fraction:
         """P[report 1 | the number is min + offset], exactly."""
         q = self.q_star
@@ -536,6 +661,7 @@ class _Selection(_BitString):
     """A "select all that apply" answer: a string of k '0'/'1', character i for option i."""
 
     binary = False
+    one_per_report = False
 
     def probability(self, encoded: Encoded, index: Truth) -> Fraction:  # type: ignore[override]
         """P[report = encoded | the selected set is `index`] (a set of option indices)."""
@@ -576,6 +702,25 @@ class MultiRR(KeepOrFlip, _Selection):
 
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
+
+    def describe(self) -> str:
+        keep = self.keep
+        return (
+            f"What is sent: a mark (selected or not) for each of the {self.k} options. "
+            f"Each mark is your true choice with probability {percent(keep)} and the opposite "
+            f"otherwise ({percent(1 - keep)}), on its own coin; so a report may mark options "
+            "you did not choose and leave out ones you did."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        return (self.p_star / self.q_star) ** self.k  # each option's rr, composed over k
+
+    def in_brief(self) -> str:
+        return (
+            f"one mark per option: each says truthfully whether it was selected with "
+            f"probability {float(self.p_star):.0%}, otherwise the opposite "
+            f"(epsilon / {self.k} per option)"
+        )
 
     def randomize(self, index: Truth) -> Encoded:
         chosen = index if isinstance(index, frozenset) else frozenset({index})

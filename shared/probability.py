@@ -201,3 +201,9 @@ class Coin:
 def uniform_index(k: int) -> int:
     """A uniformly random integer in [0, k) from the secure random source."""
     return randbelow(k)
+
+
+def percent(p: Fraction | float) -> str:
+    """A probability as a percentage with at most one decimal ("73.1%", "50%")."""
+    text = f"{float(p) * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"

@@ -24,6 +24,7 @@ from deniable.shared.probability import (
     Coin,
     format_probability,
     parse_probability,
+    percent,
     uniform_index,
 )
 from deniable.shared.text import bloom_bits, sketch_column
@@ -91,6 +92,12 @@ class Sketch(ABC):
     own bucket or bit is / is not the one read."""
 
     name: ClassVar[str]
+    #: A report marks several counters (cf. Mechanism.one_per_report).
+    one_per_report: ClassVar[bool] = False
+    #: Whether its candidates must be told apart for results to be computable (cms, hcms).
+    separates_candidates: ClassVar[bool] = True
+    #: A report is a JSON array, never a string of '0'/'1' (cf. Mechanism.bit_string).
+    bit_string: ClassVar[bool] = False
     binary: ClassVar[bool] = False
 
     @property
@@ -101,6 +108,27 @@ class Sketch(ABC):
     @abstractmethod
     def params(self) -> dict[str, int | Fraction]:
         """The mechanism's parameters, as the resolved survey states them."""
+
+    def describe(self) -> str:
+        """One sentence: what leaves the device, and how likely the truth is kept."""
+        return f"What is sent: a randomized answer ({self.name})."
+
+    def odds_ratio(self) -> Fraction | float:
+        """e^epsilon, exactly where the coins allow: the most an observer's odds can move."""
+        return math.exp(self.epsilon)
+
+    #: What leaves the device, in the dashboard's words (cms and hcms differ only here).
+    sent_in_brief: ClassVar[str] = "a row of marks"
+
+    def in_brief(self) -> str:
+        """How the mechanism protects an answer, in a researcher's words (the dashboard's)."""
+        params = self.params()
+        return (
+            f"answers are hashed on the device (one of {params['k']} hash functions, "
+            f"{params['m']} columns) and only {self.sent_in_brief} leaves it, true with "
+            f"probability {float(self.p_star):.0%}; frequencies are decoded for the candidates, "
+            "collisions between them accounted for. Type candidate answers below to estimate them"
+        )
 
     def params_text(self) -> dict[str, int | str]:
         """The parameters for JSON: probabilities as exact decimal or fraction strings."""
@@ -172,6 +200,18 @@ class CMS(KeepOrFlip, Sketch):
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
 
+    def describe(self) -> str:
+        return (
+            "What is sent: your answer is hashed on this device into one of "
+            f"{self.m} columns (with one of {self.k} hash functions), and a row of "
+            f"{self.m} marks is sent: your column marked with probability "
+            f"{percent(self.p_star)}, every other one with {percent(self.q_star)}, each on its "
+            "own coin. Never your words."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        return (self.p_star / self.q_star) ** 2  # two columns differ between any two answers
+
     def worst_variance(self, n: int) -> float:
         """The variance bound of one candidate's share by Apple's estimator at n reports (the
         read bit's lambda (1 - lambda) at most 1/4), before collisions."""
@@ -214,6 +254,7 @@ class HCMS(KeepOrFlip, Sketch):
     (rounded down) and flipped otherwise. One bit a report: eps = ln(keep / (1 - keep))."""
 
     name = "hcms"
+    sent_in_brief = "one bit of a Hadamard code"
 
     def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
         if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH or m & (m - 1):
@@ -237,6 +278,18 @@ class HCMS(KeepOrFlip, Sketch):
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
+
+    def describe(self) -> str:
+        return (
+            "What is sent: your answer is hashed on this device (with one of "
+            f"{self.k} hash functions picked at random) and only one bit of a "
+            f"{self.m}-entry code of that hash leaves it, true with probability "
+            f"{percent(self.p_star)} and flipped otherwise: never your words, and many "
+            "different answers give the same bit."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        return self.p_star / self.q_star
 
     def worst_variance(self, n: int) -> float:
         """The variance bound of one candidate's share by Apple's estimator at n reports: each
@@ -292,6 +345,8 @@ class RAPPOR(Sketch):
     h ln(set_one (1 - unset_one) / (unset_one (1 - set_one)))."""
 
     name = "rappor"
+    #: RAPPOR selects among more candidates than its bits resolve, as the paper does.
+    separates_candidates = False
 
     def __init__(self, *, k: int, h: int, m: int, f: Fraction, p: Fraction, q: Fraction) -> None:
         if not 1 <= k <= MAX_BITS or not 1 <= h <= k or not 1 <= m <= MAX_COHORTS:
@@ -342,6 +397,25 @@ class RAPPOR(Sketch):
 
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
+
+    def describe(self) -> str:
+        return (
+            f"What is sent (RAPPOR): {self.k} bits of a Bloom filter of your answer, "
+            f"hashed on this device; each bit set by your answer reads 1 with probability "
+            f"{percent(self.p_star)}, every other with {percent(self.q_star)}. Never your words."
+        )
+
+    def odds_ratio(self) -> Fraction | float:
+        p, q = self.p_star, self.q_star
+        return ((p * (1 - q)) / (q * (1 - p))) ** self.h
+
+    def in_brief(self) -> str:
+        p, q = float(self.p_star), float(self.q_star)
+        return (
+            f"answers are hashed on the device into a {self.k}-bit Bloom filter (one of "
+            f"{self.m} cohorts); each of its bits reads 1 with probability {p:.0%}, every "
+            f"other with {q:.0%}. Type candidate answers below to estimate them"
+        )
 
     def randomize(self, text: str) -> SketchAnswer:
         cohort = uniform_index(self.m)

@@ -9,7 +9,7 @@ whether or not the code path runs. The rules, by layer (docs/architecture.md):
 - `deniable.aggregator.stats` is pure computation: no Flask, no database, no HTTP, no client,
   no storage and no edge;
 - `deniable.aggregator.store` is storage alone: no Flask, no statistics, no edge;
-- `ingest` and `surveys` know no Flask and no HTTP edge;
+- `ingest`, `surveys` and `params` know no Flask and no HTTP edge;
 - `web` and `cli` are the edges: they may import anything.
 """
 
@@ -44,6 +44,7 @@ RULES: dict[str, tuple[str, ...]] = {
         "deniable.aggregator.store",
         "deniable.aggregator.ingest",
         "deniable.aggregator.surveys",
+        "deniable.aggregator.params",
         *EDGES,
     ),
     "deniable.aggregator.store": (
@@ -51,10 +52,12 @@ RULES: dict[str, tuple[str, ...]] = {
         "deniable.aggregator.stats",
         "deniable.aggregator.ingest",
         "deniable.aggregator.surveys",
+        "deniable.aggregator.params",
         *EDGES,
     ),
     "deniable.aggregator.ingest": (*FLASK, *HTTP, "deniable.client", *EDGES),
     "deniable.aggregator.surveys": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.params": (*FLASK, *HTTP, "deniable.client", *EDGES),
 }
 
 

@@ -15,7 +15,8 @@ from flask.cli import with_appcontext
 
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.stats.analyze import StoredAnswers, as_survey
+from deniable.aggregator.params import parse_confidence
+from deniable.aggregator.stats.analyze import as_survey
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import Results
 from deniable.aggregator.web.db import existing_store, survey_cache
@@ -36,7 +37,7 @@ def read_answers_csv(survey: Survey, path: Path) -> Iterator[dict[str, Any]]:
             answers: dict[str, Any] = {}
             for qid, question in survey.questions.items():
                 text = (row.get(qid) or "").strip()
-                if question.mechanism == "oue":
+                if question.randomizer.bit_string:
                     answers[qid] = text
                 elif text.lstrip("-").isdigit():
                     answers[qid] = int(text)
@@ -50,25 +51,27 @@ def read_answers_csv(survey: Survey, path: Path) -> Iterator[dict[str, Any]]:
 def source(
     survey_id: str, reports: Path | None, survey_file: Path | None, answers: Path | None
 ) -> Source:
-    """(survey, reports, verify) from the options: stored, a reports.jsonl file, or a CSV."""
+    """(survey, reports, verify) from the offline options: a reports.jsonl file or a CSV (the
+    stored reports are analysed by the service functions of aggregator/surveys.py)."""
     if answers is not None:
         if survey_file is None:
             raise click.UsageError("--answers needs --survey FILE.json (the survey they answer)")
         survey = as_survey(parse_json(survey_file.read_bytes()))
         return survey, read_answers_csv(survey, answers), False
-    if reports is not None:
-        if survey_file is not None:
-            survey = as_survey(parse_json(survey_file.read_bytes()))
-        else:
-            survey = survey_cache().survey(
-                surveys.survey_or_404(existing_store(survey_id), survey_id)
-            )
-        if survey.id != survey_id:
-            raise CLIError(f"--survey holds survey {survey.id!r}, not {survey_id!r}")
-        return survey, reports.read_text("utf-8"), True
-    store = existing_store(survey_id)
-    survey = survey_cache().survey(surveys.survey_or_404(store, survey_id))
-    return survey, StoredAnswers(store, survey_id), False
+    if reports is None:
+        raise click.UsageError("give --reports FILE.jsonl or --answers FILE.csv")
+    if survey_file is not None:
+        survey = as_survey(parse_json(survey_file.read_bytes()))
+    else:
+        survey = survey_cache().survey(surveys.survey_or_404(existing_store(survey_id), survey_id))
+    if survey.id != survey_id:
+        raise CLIError(f"--survey holds survey {survey.id!r}, not {survey_id!r}")
+    return survey, reports.read_text("utf-8"), True
+
+
+def offline(options: dict[str, Any]) -> bool:
+    """Whether the options name reports to analyse instead of the stored ones."""
+    return options["reports"] is not None or options["answers"] is not None
 
 
 def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,7 +79,7 @@ def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
             click.option("--json", "as_json", is_flag=True, help="Print the JSON."),
-            click.option("--confidence", type=float, default=None, help="e.g. 0.95."),
+            click.option("--confidence", default=None, help="e.g. 0.95."),
             click.option(
                 "--reports",
                 type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -104,8 +107,9 @@ def _print(doc: Results, as_json: bool) -> None:
     click.echo(json.dumps(doc.to_dict(), indent=2) if as_json else doc.summary())
 
 
-def _level(confidence: float | None) -> float:
-    return surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
+def _level(confidence: str | None) -> float:
+    """--confidence, or the configured level (a bad one is one line and exit status 1)."""
+    return parse_confidence(confidence, current_app.config["CONFIDENCE"])
 
 
 @click.command("breakdown")
@@ -117,12 +121,17 @@ def _level(confidence: float | None) -> float:
 @friendly
 def breakdown_command(survey_id: str, question: str, by: str, **options: Any) -> None:
     """A randomized QUESTION's estimates within each group of a plain question (--by)."""
-    survey, reports, verify = source(
-        survey_id, options["reports"], options["survey_file"], options["answers"]
-    )
-    doc = stats.breakdown(
-        survey, reports, question, by, _level(options["confidence"]), verify=verify
-    )
+    level = _level(options["confidence"])
+    if offline(options):
+        survey, reports, verify = source(
+            survey_id, options["reports"], options["survey_file"], options["answers"]
+        )
+        doc = stats.breakdown(survey, reports, question, by, level, verify=verify)
+    else:
+        store = existing_store(survey_id)
+        doc = surveys.breakdown(
+            store, survey_id, question, by, confidence=level, cache=survey_cache()
+        )
     _print(doc, options["as_json"])
 
 
@@ -135,12 +144,17 @@ def breakdown_command(survey_id: str, question: str, by: str, **options: Any) ->
 @friendly
 def crosstab_command(survey_id: str, first: str, second: str, **options: Any) -> None:
     """The joint distribution of questions FIRST and SECOND: a cell per pair of options."""
-    survey, reports, verify = source(
-        survey_id, options["reports"], options["survey_file"], options["answers"]
-    )
-    doc = stats.crosstab(
-        survey, reports, first, second, _level(options["confidence"]), verify=verify
-    )
+    level = _level(options["confidence"])
+    if offline(options):
+        survey, reports, verify = source(
+            survey_id, options["reports"], options["survey_file"], options["answers"]
+        )
+        doc = stats.crosstab(survey, reports, first, second, level, verify=verify)
+    else:
+        store = existing_store(survey_id)
+        doc = surveys.crosstab(
+            store, survey_id, first, second, confidence=level, cache=survey_cache()
+        )
     _print(doc, options["as_json"])
 
 
@@ -153,17 +167,19 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
 def regress_command(survey_id: str, formula: str, **options: Any) -> None:
     """Logistic regression of a randomized answer on plain covariates: FORMULA like
     'smokes ~ region + adult' (R's rr model; covariates must be plain questions)."""
-    survey, reports, verify = source(
-        survey_id, options["reports"], options["survey_file"], options["answers"]
-    )
-    doc = stats.regress(
-        survey,
-        reports,
-        formula,  # data, never Python: stats/formula.py checks it against the grammar
-        _level(options["confidence"]),
-        verify=verify,
-        limits=Limits.from_config(current_app.config),
-    )
+    level = _level(options["confidence"])
+    limits = Limits.from_config(current_app.config)
+    # The formula is data, never Python: stats/formula.py checks it against the grammar.
+    if offline(options):
+        survey, reports, verify = source(
+            survey_id, options["reports"], options["survey_file"], options["answers"]
+        )
+        doc = stats.regress(survey, reports, formula, level, verify=verify, limits=limits)
+    else:
+        store = existing_store(survey_id)
+        doc = surveys.regression(
+            store, survey_id, formula, confidence=level, limits=limits, cache=survey_cache()
+        )
     if options["as_json"] or doc.converged:
         _print(doc, options["as_json"])
         return

@@ -20,10 +20,10 @@ from flask.cli import FlaskGroup
 from deniable.aggregator import credentials, demo, surveys
 from deniable.aggregator.cli import analysis, maintenance, research
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.stats.estimate import parse_candidates
+from deniable.aggregator.params import parse_candidates, parse_confidence
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.web.app import create_app
-from deniable.aggregator.web.db import existing_store, get_store
+from deniable.aggregator.web.db import existing_store, get_store, survey_cache
 from deniable.aggregator.web.serving import bind, serve
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
@@ -127,7 +127,8 @@ def create_survey_command(file: Path) -> None:
 @friendly
 def invite_command(survey: str, count: int) -> None:
     """Make COUNT single-use invitation codes for an invite-only survey, one per line."""
-    for code in surveys.invite(existing_store(survey), survey, count, limit=sys.maxsize):
+    store = existing_store(survey)
+    for code in surveys.invite(store, survey, count, limit=sys.maxsize, cache=survey_cache()):
         click.echo(code)
 
 
@@ -144,7 +145,7 @@ def close_command(survey: str) -> None:
 @click.argument("survey")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the results as CSV.")
-@click.option("--confidence", type=float, default=None, help="Confidence level, e.g. 0.95.")
+@click.option("--confidence", default=None, help="Confidence level, e.g. 0.95.")
 @click.option("--simultaneous", is_flag=True, help="Intervals that hold for all options at once.")
 @click.option(
     "--candidates",
@@ -157,30 +158,26 @@ def results_command(
     survey: str,
     as_json: bool,
     as_csv: bool,
-    confidence: float | None,
+    confidence: str | None,
     simultaneous: bool,
     candidates: str | None,
 ) -> None:
     """Print a survey's estimates: a table, or --json, or --csv."""
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
-    level = surveys.parse_confidence(confidence, current_app.config["CONFIDENCE"])
-    try:
-        extra = parse_candidates(candidates)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    doc = surveys.results(
-        existing_store(survey),
-        survey,
-        confidence=level,
-        simultaneous=simultaneous,
-        candidates=extra,
-        limits=Limits.from_config(current_app.config),
-    )
+    options = {  # parsed as the API and the dashboard parse them (aggregator/params.py)
+        "confidence": parse_confidence(confidence, current_app.config["CONFIDENCE"]),
+        "simultaneous": simultaneous,
+        "candidates": parse_candidates(candidates),
+        "limits": Limits.from_config(current_app.config),
+        "cache": survey_cache(),
+    }
+    if as_csv:
+        click.echo(surveys.results_csv(existing_store(survey), survey, **options), nl=False)
+        return
+    doc = surveys.results(existing_store(survey), survey, **options)
     if as_json:
         click.echo(json.dumps(doc.to_dict(), indent=2))
-    elif as_csv:
-        click.echo(doc.to_csv(), nl=False)
     else:
         click.echo(doc.summary())
 

@@ -8,6 +8,7 @@ from typing import NoReturn
 import click
 
 from deniable.aggregator.cli import simulate_http
+from deniable.aggregator.params import ParamError, parse_confidence
 from deniable.aggregator.stats import planning, simulate
 from deniable.shared.errors import DeniableError
 
@@ -16,6 +17,14 @@ def _fail(message: str) -> NoReturn:
     """One line on stderr, exit status 1."""
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
+
+
+def _level(text: str) -> float:
+    """--confidence parsed as every command and the API parse it (one line, exit 1 if bad)."""
+    try:
+        return parse_confidence(text, 0.95)
+    except ParamError as exc:
+        _fail(str(exc))
 
 
 def _sketch_size(text: str | None) -> tuple[int, ...] | None:
@@ -40,7 +49,7 @@ def _sketch_size(text: str | None) -> tuple[int, ...] | None:
     help="Instead of --margin: the margin N respondents buy.",
 )
 @click.option("--options", type=int, default=2, show_default=True, help="Options of the question.")
-@click.option("--confidence", type=float, default=0.95, show_default=True, help="Two-sided level.")
+@click.option("--confidence", default="0.95", show_default=True, help="Two-sided level.")
 @click.option(
     "--mechanism",
     type=click.Choice(planning.MECHANISM_NAMES),
@@ -68,7 +77,7 @@ def plan_command(
     margin: float | None,
     respondents: int | None,
     options: int,
-    confidence: float,
+    confidence: str,
     mechanism: str | None,
     width: int | None,
     sketch: str | None,
@@ -84,7 +93,7 @@ def plan_command(
             margin=margin,
             respondents=respondents,
             options=options,
-            confidence=confidence,
+            confidence=_level(confidence),
             mechanism=mechanism,
             width=width,
             sketch=_sketch_size(sketch),
@@ -109,7 +118,7 @@ def plan_command(
 )
 @click.option("--batch", type=click.IntRange(1, 1000), default=500, show_default=True)
 @click.option("--seed", type=int, default=None, help="Seed for the true answers (not the coins).")
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--confidence", default="0.95", show_default=True, help="Two-sided level.")
 @click.option(
     "--token",
     envvar="DENIABLE_TOKEN",
@@ -123,15 +132,14 @@ def simulate_command(
     truth: str | None,
     batch: int,
     seed: int | None,
-    confidence: float,
+    confidence: str,
     token: str | None,
 ) -> None:
     """Post real signed reports from simulated respondents, then show truth beside estimate."""
     from deniable.aggregator.stats.analyze import analyze
     from deniable.client.researcher import Researcher
 
-    if not 0 < confidence < 1:
-        _fail(f"--confidence: expected a level between 0 and 1, like 0.95, got {confidence!r}")
+    level = _level(confidence)
     try:
         api, resolved = simulate_http.fetch_survey(url, survey)
         known = simulate.parse_truth(resolved, truth)
@@ -157,10 +165,10 @@ def simulate_command(
             )
         extra = simulate.truth_candidates(resolved, known)
         if researcher is not None and before == 0:
-            results = researcher.results(survey, confidence=confidence, candidates=extra)
+            results = researcher.results(survey, confidence=level, candidates=extra)
             source = f"server results: n went from {before} to {results['n']}"
         else:
-            results = analyze(resolved, sent.accepted_reports, confidence, candidates=extra)
+            results = analyze(resolved, sent.accepted_reports, level, candidates=extra)
             source = "estimated from this run's accepted reports"
             if researcher is None:
                 source += " (give --token to check the server's count too)"
@@ -174,6 +182,6 @@ def simulate_command(
         _fail(str(exc))
     click.echo(f"{sent.accepted} of {respondents} reports accepted; {source}")
     rows = simulate.comparison(resolved, known, results)
-    click.echo(simulate.format_comparison(rows, confidence))
+    click.echo(simulate.format_comparison(rows, level))
     if sent.failed:
         _fail(sent.failure_text())

@@ -66,9 +66,9 @@ def upper_quantile(tail: float) -> float:
 def free_estimates(question: Question, extra: Sequence[str] = ()) -> int:
     """How many estimates of a question are free: k, but 1 for a binary question (no = 1 - yes)
     and for an integer question (its mean), and a text question's candidates."""
-    if question.type == "text":
+    if question.kind.rows == "candidates":
         return max(1, len(text_candidates(question, extra)))
-    return 1 if question.type in ("binary", "integer") else question.k
+    return 1 if question.kind.rows in ("yes", "mean") else question.k
 
 
 #: Candidates a results request may add (`?candidates=a,b`), on top of the survey's own.
@@ -143,7 +143,7 @@ def check_decoders(
     bounds a request's memory and time, and a survey's own decoders fit the decoder cache."""
     cells = 0
     for question in survey.questions.values():
-        if question.type == "text":
+        if question.kind.rows == "candidates":
             check_decoder(question, len(text_candidates(question, extra)), limits, status)
             cells += decoder_cells(question.randomizer, len(text_candidates(question, extra)))
     check(
@@ -347,7 +347,7 @@ def _counts(question: Question, n: int, raw: Sequence[int] | None) -> list[int]:
         raise ValueError(f"{question.id}: expected {k} support counts, got {len(counts)}")
     if any(not 0 <= c <= n for c in counts):
         raise ValueError(f"{question.id}: every support count must lie in [0, {n}], got {counts}")
-    if question.mechanism != "oue" and question.type not in ("multi", "text") and sum(counts) != n:
+    if question.randomizer.one_per_report and sum(counts) != n:
         # Every rr, coins, grr, onebit or plain single answer supports exactly one slot.
         raise ValueError(f"{question.id}: support counts {counts} do not add up to n = {n}")
     return counts
@@ -421,9 +421,10 @@ def question_results(
     """The results entry of one question from its n and support counts (see results_document);
     `extra` adds candidates to a text question's (within `limits`); `share`, the display share
     when it was already found (em_shares of a whole survey at once)."""
-    if question.type == "text":
+    rows = question.kind.rows
+    if rows == "candidates":
         return _entry(question, n, _text_rows(question, n, counts, z, extra, limits))
-    if question.type == "integer":
+    if rows == "mean":
         return _entry(question, n, [_mean_row(question, n, counts, z)])
     pairs = question.randomizer.option_pairs()
     c = np.asarray(counts, dtype=np.float64)
@@ -432,7 +433,7 @@ def question_results(
     if n == 0:
         stderr = share = np.full(k, np.nan)
         low, high = np.zeros(k), np.ones(k)
-    elif question.type == "binary":
+    elif rows == "yes":
         exact = list(_exact_estimates(question, n, counts))
         # The interval and stderr of yes; no mirrors them (same stderr, interval 1 - yes's),
         # which is what no's complementary pair (1 - q*, 1 - p*) gives.
@@ -442,7 +443,7 @@ def question_results(
         low, high = np.array([1.0 - hi, lo]), np.array([1.0 - lo, hi])
         yes = min(max(exact[1], Fraction(0)), Fraction(1))
         share = np.array([float(1 - yes), float(yes)])
-    elif question.type == "multi":
+    elif rows == "marks":
         # Each option is a yes/no of its own (the rows need not sum to 1).
         exact = list(_exact_estimates(question, n, counts))
         p = np.array([float(a) for a, _ in pairs])
@@ -476,7 +477,7 @@ def _entry(question: Question, n: int, options: list[dict[str, Any]]) -> dict[st
         "n": n,
         "p_star": question.p_star,
         "q_star": question.q_star,
-        **({"min": question.low, "max": question.high} if question.type == "integer" else {}),
+        **({"min": question.low, "max": question.high} if question.kind.rows == "mean" else {}),
         "options": options,
     }
 
@@ -513,7 +514,7 @@ def results_document(
     fitted = [
         qid
         for qid, q in survey.questions.items()
-        if n > 0 and q.type == "categorical" and not q.plain
+        if n > 0 and q.kind.rows == "options" and not q.plain
     ]
     shares = dict(
         zip(

@@ -38,7 +38,7 @@ def _question(survey: Survey, qid: object, role: str) -> Question:
             f"{role}: no question {qid!r} in survey {survey.id!r}; its questions: {known}"
         )
     question = survey.questions[qid]
-    if question.type == "text":
+    if question.kind.rows == "candidates":
         raise AnalysisError(
             f"{role}: {qid!r} is a text question, estimated per candidate from its sketch in "
             "the results; breakdowns and cross-tabs take binary, categorical, integer and "
@@ -107,7 +107,7 @@ def breakdown(
             f"by: {by!r} is randomized; group by a plain question (mechanism none), whose "
             "answers are known per report"
         )
-    if group.type not in ("binary", "categorical"):
+    if not group.kind.groups:
         raise AnalysisError(
             f"by: {by!r} is a plain {group.type} question; group by a plain binary or "
             "categorical one (a number goes into regress as a covariate)"
@@ -127,8 +127,8 @@ def breakdown(
         for g, label in enumerate(group.options)
     ]
     test = None
-    if target.type in ("binary", "integer"):
-        row, what = (1, "share of yes") if target.type == "binary" else (0, "mean")
+    if target.kind.compared is not None:
+        row, what = target.kind.compared
         rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
         test = difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
     doc = {
@@ -215,7 +215,7 @@ def crosstab(
     if first == second:
         raise AnalysisError("second: cross a question with another one, not with itself")
     for role, q in (("first", a), ("second", b)):
-        if q.type == "integer":
+        if not q.kind.crosses:
             raise AnalysisError(
                 f"{role}: {q.id!r} is an integer question; a cross-tab joins options, so cross "
                 "binary, categorical or multi questions (break a number down by a group instead)"

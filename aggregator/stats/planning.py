@@ -19,8 +19,10 @@ the candidates rarely share columns, and removes the collisions' bias).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +41,6 @@ from deniable.shared.probability import round_down, round_up
 from deniable.shared.sketches import CMS, HCMS, RAPPOR
 from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
-MECHANISM_NAMES = ("rr", "coins", "grr", "oue", "auto", "onebit", "multi", "hcms", "cms", "rappor")
 #: RAPPOR's planned shape: Bloom bits, hashes, cohorts (the permanent response only, its f
 #: from the epsilon), and the candidates its variance is computed over by default.
 RAPPOR_SHAPE = (32, 2, 16)
@@ -115,31 +116,91 @@ def mechanism_for(
 ) -> Mechanism:
     """The mechanism `name` over k options (onebit: a range `width` wide; hcms, cms: a sketch
     of (hash functions, columns)) at epsilon; PlanError if it does not fit."""
-    if name not in MECHANISM_NAMES:
+    if name not in PLANNABLE:
         raise PlanError(f"mechanism: expected one of {', '.join(MECHANISM_NAMES)}, got {name!r}")
-    if name in ("hcms", "cms"):
-        hashes, columns = sketch or DEFAULT_SKETCH[name]
-        kind = HCMS if name == "hcms" else CMS
-        try:
-            return kind.from_epsilon(k=hashes, m=columns, epsilon=epsilon)  # type: ignore[return-value]
-        except ValueError as exc:
-            raise PlanError(f"sketch: {exc}") from None
-    if name == "onebit":
-        return OneBit.from_epsilon(low=0, high=width, epsilon=epsilon)
-    if name == "multi":
-        try:
-            return MultiRR.from_epsilon(k, epsilon=epsilon)
-        except ValueError as exc:
-            raise PlanError(str(exc)) from None
-    if name in ("rr", "coins") and k != 2:
+    planned = PLANNABLE[name]
+    if planned.binary_only and k != 2:
         raise PlanError(
             f"mechanism: {name} answers binary questions only (options 2), got options {k}"
         )
-    if name == "coins":
-        return coins_at(epsilon)
-    if name == "auto":
-        return auto(k, epsilon=epsilon)
+    return planned.build(name, k, epsilon, width, sketch)
+
+
+def _from_epsilon(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
     return from_epsilon(name, k, epsilon=epsilon)
+
+
+def _coins(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
+    return coins_at(epsilon)
+
+
+def _auto(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
+    return auto(k, epsilon=epsilon)
+
+
+def _onebit(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
+    return OneBit.from_epsilon(low=0, high=width, epsilon=epsilon)
+
+
+def _multi(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
+    try:
+        return MultiRR.from_epsilon(k, epsilon=epsilon)
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+
+
+def _sketch(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
+    hashes, columns = sketch or DEFAULT_SKETCH[name]
+    kind = SKETCHES[name]
+    try:
+        return kind.from_epsilon(k=hashes, m=columns, epsilon=epsilon)  # type: ignore[return-value]
+    except ValueError as exc:
+        raise PlanError(f"sketch: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Plannable:
+    """A mechanism the planner is asked for by name (`--mechanism`): how it is built and which
+    rows its plan shows."""
+
+    build: Callable[[str, int, float, int, Any], Mechanism]
+    #: The plan's rows: "options" (beside the mechanisms worth comparing for k options),
+    #: "alone", "sketches" (hcms beside cms) or "rappor" (from its decoder).
+    rows: str = "options"
+    #: Whether it answers binary questions only (options 2).
+    binary_only: bool = False
+    #: Whether it plans a mean over a range (--range), not shares.
+    ranged: bool = False
+    #: Whether its row names the mechanism it picked, like "auto (grr)".
+    picks: bool = False
+    #: What is planned, when not options or a range ("{k}": the options).
+    what: str | None = None
+
+
+#: Every name the planner takes, in the order its help lists them.
+PLANNABLE: dict[str, Plannable] = {
+    "rr": Plannable(_from_epsilon, binary_only=True),
+    "coins": Plannable(_coins, binary_only=True),
+    "grr": Plannable(_from_epsilon),
+    "oue": Plannable(_from_epsilon),
+    "auto": Plannable(_auto, picks=True),
+    "onebit": Plannable(_onebit, rows="alone", ranged=True),
+    "multi": Plannable(
+        _multi, rows="alone", what="{k} options, each selected or not at epsilon / {k}"
+    ),
+    "hcms": Plannable(_sketch, rows="sketches"),
+    "cms": Plannable(_sketch, rows="sketches"),
+    "rappor": Plannable(_from_epsilon, rows="rappor"),
+}
+#: Every name the planner takes (`--mechanism`).
+MECHANISM_NAMES = tuple(PLANNABLE)
+#: The text sketches a plan compares, by name.
+SKETCHES = {"hcms": HCMS, "cms": CMS}
+
+
+def _planned(name: str) -> Plannable:
+    """The planner's entry for a row's name ("auto (grr)" is planned like grr)."""
+    return PLANNABLE.get(name, PLANNABLE["grr"])
 
 
 def _scale(mechanism: Mechanism) -> float:
@@ -198,7 +259,7 @@ def plan(
     `mechanism="onebit"` plans an integer question's mean over a range `width` = max - min
     wide (the margin in its units); `"multi"` plans each option of a multi question."""
     epsilon = check_epsilon(epsilon)
-    if (mechanism == "onebit") != (width is not None):
+    if (mechanism in PLANNABLE and PLANNABLE[mechanism].ranged) != (width is not None):
         raise PlanError(
             "range: give the range max - min (--range) with mechanism onebit, and only then"
         )
@@ -220,20 +281,20 @@ def plan(
             return PlanRow(label, mech, respondents_needed(mech, margin, confidence), None)
         return PlanRow(label, mech, None, margin_for(mech, respondents, confidence))
 
-    if name in ("onebit", "multi"):
+    rows_kind = _planned(name).rows
+    if rows_kind == "alone":
         chosen = row(name, mechanism_for(name, options, epsilon, width or 1))
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, [chosen], width
         )
-    if name == "rappor":
+    if rows_kind == "rappor":
         return _rappor_plan(epsilon, margin, respondents, options, confidence, z, sketch)
-    if name in ("hcms", "cms"):
+    if rows_kind == "sketches":
         size = sketch or DEFAULT_SKETCH[name]
         rows = [
-            row(other, mechanism_for(other, options, epsilon, sketch=size))
-            for other in ("hcms", "cms")
+            row(other, mechanism_for(other, options, epsilon, sketch=size)) for other in SKETCHES
         ]
-        chosen = rows[0] if name == "hcms" else rows[1]
+        chosen = rows[list(SKETCHES).index(name)]
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, rows, None, size
         )
@@ -243,7 +304,8 @@ def plan(
     chosen = next((r for r in rows if r.name == name), None)
     if chosen is None:
         chosen_mech = mechanism_for(name, options, epsilon)
-        chosen = row(f"auto ({chosen_mech.name})" if name == "auto" else name, chosen_mech)
+        label = f"{name} ({chosen_mech.name})" if _planned(name).picks else name
+        chosen = row(label, chosen_mech)
         rows.append(chosen)
     return Plan(epsilon, options, float(confidence), z, margin, respondents, chosen, rows)
 
@@ -320,7 +382,8 @@ def _rappor_plan(
 
 def format_plan(result: Plan) -> str:
     """The plan as text: the comparison table, then the chosen number alone on the last line."""
-    if result.sketch is not None and result.chosen.name == "rappor":
+    planned = _planned(result.chosen.name)
+    if result.sketch is not None and planned.rows == "rappor":
         bits, hashes, cohorts = result.sketch  # type: ignore[misc]
         what = (
             f"one text candidate's share among {result.options} equally frequent ones, RAPPOR "
@@ -334,8 +397,8 @@ def format_plan(result: Plan) -> str:
         )
     elif result.width is not None:
         what = f"a mean over a range of {result.width} (margin in the question's units)"
-    elif result.chosen.name == "multi":
-        what = f"{result.options} options, each selected or not at epsilon / {result.options}"
+    elif planned.what is not None:
+        what = planned.what.format(k=result.options)
     else:
         what = f"{result.options} options"
     lines = [
@@ -343,7 +406,7 @@ def format_plan(result: Plan) -> str:
         f"(z = {result.z:.6f}), "
         + (
             "at equal shares"
-            if result.chosen.name == "rappor"
+            if planned.rows == "rappor"
             else "worst case over the true distribution"
         ),
     ]
@@ -359,7 +422,7 @@ def format_plan(result: Plan) -> str:
         mark = "  <- chosen" if r is result.chosen else ""
         p, q = float(r.mechanism.p_star), float(r.mechanism.q_star)
         lines.append(f"  {r.name:<12} {p:>8.4f} {q:>8.4f} {value}{mark}")
-    if result.sketch is not None and result.chosen.name != "rappor":
+    if result.sketch is not None and planned.rows != "rappor":
         hashes, columns = result.sketch
         lines.append(
             f"  a sketch of {hashes} x {columns} keeps {2 * hashes * columns:,} counters (hcms; "

@@ -51,25 +51,15 @@ def _outcome(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[str, int]:
             f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
             "randomized question"
         )
-    if question.type == "text":
-        raise AnalysisError(
-            f"formula: the outcome {qid!r} is a text question, estimated per candidate from its "
-            "sketch; the outcome must be a yes/no: a binary question, or one option of a "
-            "categorical or multi question"
-        )
-    if question.type == "integer":
-        raise AnalysisError(
-            f"formula: the outcome {qid!r} is a number (onebit); the outcome must be a yes/no: a "
-            "binary question, or one option of a categorical or multi question (compare its "
-            "mean across groups with breakdown)"
-        )
+    if question.kind.not_an_outcome is not None:
+        raise AnalysisError(f"formula: the outcome {qid!r} {question.kind.not_an_outcome}")
     if label is None:
-        if question.type != "binary":
+        if question.kind.outcome_row is None:
             raise AnalysisError(
                 f"formula: {qid!r} has several options; name one as the outcome, e.g. "
                 f"{qid}[{question.options[1]}]"
             )
-        return qid, 1
+        return qid, question.kind.outcome_row
     if label not in question.options:
         raise AnalysisError(
             f"formula: {qid!r} has no option {label!r}; its options: {', '.join(question.options)}"
@@ -92,7 +82,7 @@ def _covariates(survey: Survey, parsed: grammar.ParsedFormula) -> list[str]:
                 f"formula: {name!r} is randomized, so its true answer is unknown per report; "
                 "covariates must be plain questions (mechanism none)"
             )
-        if question.type == "multi":
+        if question.kind.covariate is None:
             raise AnalysisError(
                 f"formula: {name!r} is a select-all (multi) question; covariates are plain "
                 "binary, categorical or integer questions"
@@ -111,7 +101,7 @@ def _levels(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...
         if qid is None:
             return None  # I(arithmetic) is a number
         question = survey.questions[qid]
-        if question.type == "categorical":
+        if question.kind.covariate == "factor":
             return len(question.options)
         if factor.kind != "C":
             return None
@@ -160,7 +150,7 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
     for i, qid in enumerate(covariates):
         question = survey.questions[qid]
         values = [pattern[i] for pattern in patterns]
-        if question.type in ("binary", "integer"):  # 0/1, or the number itself
+        if question.kind.covariate == "number":  # 0/1, or the number itself
             columns[qid] = np.array(values, dtype=np.float64)
         else:
             labels = [question.options[v] for v in values]

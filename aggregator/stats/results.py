@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from deniable.aggregator.stats.csvsafe import write_csv
+from deniable.shared.questions import QUESTION_TYPES
 
 #: The columns of the results CSV: a row per option of every question.
 CSV_COLUMNS = (
@@ -230,7 +231,7 @@ class QuestionResults(Results):
     def summary(self) -> str:
         """The question's block of the results table."""
         q = self
-        if q["type"] == "text" and not q["options"]:
+        if QUESTION_TYPES[q["type"]].rows == "candidates" and not q["options"]:
             return f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates"
         cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
         lines = [f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from deniable.shared import DeniableError, Survey, make_report
 from deniable.shared.canonical import JSONTextError, parse_json
+from deniable.shared.questions import zipf
 from deniable.shared.signing import generate_key
 from deniable.shared.survey import Question
 
@@ -33,31 +34,7 @@ def default_truth(survey: Survey) -> Truth:
     """A fixed skewed truth: 30% yes for binary questions, weights k, k-1, ..., 1 over the
     options (categorical) or over five points from min to max (integer), and option i of a
     multi question selected with probability 0.4 / (i + 1)."""
-    truth: Truth = {}
-    for qid, q in survey.questions.items():
-        if q.type == "binary":
-            truth[qid] = [0.7, 0.3]
-        elif q.type == "integer":
-            assert q.low is not None and q.high is not None
-            points = sorted({q.low + (q.high - q.low) * i // 4 for i in range(5)})
-            total = len(points) * (len(points) + 1) / 2
-            truth[qid] = {v: (len(points) - i) / total for i, v in enumerate(points)}
-        elif q.type == "multi":
-            truth[qid] = [0.4 / (i + 1) for i in range(q.k)]
-        elif q.type == "text":
-            words = q.candidates or [f"word {i + 1}" for i in range(20)]
-            truth[qid] = _zipf(words, 1.1)
-        else:
-            total = q.k * (q.k + 1) / 2
-            truth[qid] = [(q.k - i) / total for i in range(q.k)]
-    return truth
-
-
-def _zipf(words: Sequence[str], exponent: float) -> dict[str, float]:
-    """Shares proportional to 1 / rank^exponent over the words, the first most frequent."""
-    weights = [1.0 / (rank + 1) ** exponent for rank in range(len(words))]
-    total = math.fsum(weights)
-    return {word: w / total for word, w in zip(words, weights, strict=True)}
+    return {qid: q.kind.default_truth(q) for qid, q in survey.questions.items()}
 
 
 def _text_truth(q: Question, given: dict[str, object]) -> dict[str, float]:
@@ -69,7 +46,7 @@ def _text_truth(q: Question, given: dict[str, object]) -> dict[str, float]:
             raise SimulationError(f"truth.{q.id}.zipf: expected an exponent >= 0, got {exponent!r}")
         if not isinstance(words, list) or not words:
             raise SimulationError(f"truth.{q.id}.words: expected a list of answers, got {words!r}")
-        given = dict(_zipf([str(w) for w in words], float(exponent)))
+        given = dict(zipf([str(w) for w in words], float(exponent)))
     truth: dict[str, float] = {}
     for label, value in given.items():
         try:
@@ -125,18 +102,15 @@ def _multi_truth(q: Question, given: dict[str, object]) -> list[float]:
 
 def _question_truth(q: Question, given: object) -> Any:
     if not isinstance(given, dict) or not given:
-        examples = {"integer": '{"0": 0.5, "3": 0.5}', "multi": '{"cannabis": 0.3}'}
-        example = examples.get(q.type, '{"yes": 0.3}')
-        kind = "value" if q.type == "integer" else "option"
+        examples = {"mean": '{"0": 0.5, "3": 0.5}', "marks": '{"cannabis": 0.3}'}
+        example = examples.get(q.kind.rows, '{"yes": 0.3}')
+        kind = "value" if q.kind.rows == "mean" else "option"
         raise SimulationError(
             f"truth.{q.id}: expected an object of {kind}: probability, like {example}"
         )
-    if q.type == "integer":
-        return _integer_truth(q, given)
-    if q.type == "text":
-        return _text_truth(q, given)
-    if q.type == "multi":
-        return _multi_truth(q, given)
+    shaped = {"mean": _integer_truth, "candidates": _text_truth, "marks": _multi_truth}
+    if q.kind.rows in shaped:
+        return shaped[q.kind.rows](q, given)
     probs: list[float | None] = [None] * q.k
     for label, value in given.items():
         try:
@@ -190,21 +164,13 @@ def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, 
     truth."""
     answers: dict[str, object] = {}
     for qid, q in survey.questions.items():
-        given = truth[qid]
-        if q.type in ("integer", "text"):
-            answers[qid] = rng.choices(list(given), weights=list(given.values()))[0]
-        elif q.type == "multi":
-            answers[qid] = frozenset(i for i, p in enumerate(given) if rng.random() < p)
-        else:
-            answers[qid] = rng.choices(range(q.k), weights=given)[0]
+        answers[qid] = q.kind.draw(q, truth[qid], rng)
     return answers
 
 
 def true_value(question: Question, given: Any, option: int) -> float:
     """The population value a results row estimates: an option's share, or the true mean."""
-    if question.type == "integer":
-        return math.fsum(v * w for v, w in given.items())
-    return float(given[option])
+    return question.kind.true_value(given, option)
 
 
 def truth_candidates(survey: Survey, truth: Truth) -> list[str]:
@@ -212,7 +178,7 @@ def truth_candidates(survey: Survey, truth: Truth) -> list[str]:
     ask the results for (at most 50, the most frequent first)."""
     extra: list[str] = []
     for qid, q in survey.questions.items():
-        if q.type == "text":
+        if q.kind.rows == "candidates":
             ranked = sorted(truth[qid], key=lambda w: -truth[qid][w])
             extra += [w for w in ranked if w not in q.candidates and w not in extra]
     return extra[:50]
@@ -239,7 +205,7 @@ def comparison(survey: Survey, truth: Truth, results: Mapping[str, Any]) -> list
     for entry in results["questions"]:
         question = survey.questions[entry["id"]]
         for i, option in enumerate(entry["options"]):
-            if question.type == "text":  # rows are candidates, ranked
+            if question.kind.rows == "candidates":  # rows are ranked
                 t = truth[entry["id"]].get(option["option"], 0.0)
             else:
                 t = true_value(question, truth[entry["id"]], i)

@@ -8,10 +8,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import stats, surveys
-from deniable.aggregator.stats import AnalysisError
-from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import parse_candidates, z_value
+from deniable.aggregator import surveys
+from deniable.aggregator.params import parse_candidates, parse_confidence, parse_flag
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.web import report_endpoint
@@ -19,7 +17,7 @@ from deniable.aggregator.web.auth import researcher_required
 from deniable.aggregator.web.bodies import json_body, json_object
 from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.aggregator.web.problems import Problem
-from deniable.shared.errors import ReportError, SurveyError
+from deniable.shared.errors import SurveyError
 
 bp = Blueprint("api", __name__)
 
@@ -119,16 +117,16 @@ def _query(name: str) -> str | None:
     return values[0] if values else None
 
 
+def _confidence() -> float:
+    """?confidence=, or the configured level (a bad one is a 400 problem)."""
+    return parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
+
+
 def _results_options() -> dict[str, Any]:
-    default = current_app.config["CONFIDENCE"]
-    try:
-        candidates = parse_candidates(_query("candidates"))
-    except ValueError as exc:
-        raise Problem(400, str(exc)) from None
     return {
-        "confidence": surveys.parse_confidence(_query("confidence"), default),
-        "simultaneous": surveys.parse_flag(_query("simultaneous"), "simultaneous"),
-        "candidates": candidates,
+        "confidence": _confidence(),
+        "simultaneous": parse_flag(_query("simultaneous"), "simultaneous"),
+        "candidates": parse_candidates(_query("candidates")),
         "limits": Limits.from_config(current_app.config),
         "cache": survey_cache(),
     }
@@ -146,8 +144,8 @@ def results(survey_id: str) -> Any:
 @researcher_required
 def results_as_csv(survey_id: str) -> Any:
     """The results as CSV, one row per option."""
-    doc = surveys.results(get_store(), survey_id, **_results_options())
-    response = Response(doc.to_csv(), mimetype="text/csv")
+    text = surveys.results_csv(get_store(), survey_id, **_results_options())
+    response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
     return response
 
@@ -156,56 +154,43 @@ def results_as_csv(survey_id: str) -> Any:
 @researcher_required
 def reports_jsonl(survey_id: str) -> Any:
     """Every stored noisy report, one JSON per line, streamed (memory flat in their number)."""
-    surveys.survey_or_404(get_store(), survey_id)
-    stores = provider()
-
-    def lines() -> Any:
-        # The response is sent after the request's context (and its store) is gone.
-        with stores.borrowed() as store:
-            for body in store.iter_report_bodies(survey_id):
-                yield body + "\n"
-
-    response = Response(lines(), mimetype="application/x-ndjson")
+    lines = surveys.report_lines(provider(), survey_id)
+    response = Response(lines, mimetype="application/x-ndjson")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-reports.jsonl"'
     return response
 
 
-def _stored_answers(survey_id: str) -> StoredAnswers:
-    """The survey's stored reports, counted by the database (verified when they arrived)."""
-    return StoredAnswers(get_store(), survey_id)
-
-
-def _analysis(run: Any) -> Any:
-    """Run an analysis: a question the survey lacks, one of the wrong kind or too few reports is
-    a 422 (the survey exists: 404 would say it does not) that says what to ask instead; a
-    request over a limit (LimitError) answers the status it carries (413 or 422)."""
-    try:
-        return Response(json.dumps(run().to_dict()), mimetype="application/json")
-    except (AnalysisError, ReportError) as exc:
-        raise Problem(getattr(exc, "status", 422), str(exc)) from None
-
-
-def _two_question_analysis(survey_id: str, names: tuple[str, str], analyse: Any) -> Any:
-    """Run breakdown or crosstab on the stored reports, questions named by query parameters."""
-    record = surveys.survey_or_404(get_store(), survey_id)
-    first, second = (_required_query(name) for name in names)
-    confidence = surveys.parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
-    survey = survey_cache().survey(record)
-    return _analysis(lambda: analyse(survey, _stored_answers(survey_id), first, second, confidence))
+def _json(doc: Any) -> Response:
+    """A results object's JSON document."""
+    return Response(json.dumps(doc.to_dict()), mimetype="application/json")
 
 
 @bp.get("/api/v1/surveys/<survey_id>/breakdown")
 @researcher_required
 def breakdown(survey_id: str) -> Any:
     """A randomized question's results within each group of a plain question."""
-    return _two_question_analysis(survey_id, ("question", "by"), stats.breakdown)
+    surveys.survey_or_404(get_store(), survey_id)  # 404 before a missing parameter's 400
+    question, by = _required_query("question"), _required_query("by")
+    level = _confidence()
+    return _json(
+        surveys.breakdown(
+            get_store(), survey_id, question, by, confidence=level, cache=survey_cache()
+        )
+    )
 
 
 @bp.get("/api/v1/surveys/<survey_id>/crosstab")
 @researcher_required
 def crosstab(survey_id: str) -> Any:
     """The joint distribution of two questions."""
-    return _two_question_analysis(survey_id, ("first", "second"), stats.crosstab)
+    surveys.survey_or_404(get_store(), survey_id)  # 404 before a missing parameter's 400
+    first, second = _required_query("first"), _required_query("second")
+    level = _confidence()
+    return _json(
+        surveys.crosstab(
+            get_store(), survey_id, first, second, confidence=level, cache=survey_cache()
+        )
+    )
 
 
 def _required_query(name: str) -> str:
@@ -219,7 +204,7 @@ def _required_query(name: str) -> str:
 @researcher_required
 def regression(survey_id: str) -> Any:
     """Fit {"formula": "outcome ~ covariates"} (optional "confidence") on the stored reports."""
-    record = surveys.survey_or_404(get_store(), survey_id)
+    surveys.survey_or_404(get_store(), survey_id)  # 404 before the body's 422
     body = json_object()
     unknown = sorted(set(body) - {"formula", "confidence"})
     if unknown:
@@ -227,16 +212,16 @@ def regression(survey_id: str) -> Any:
     formula = body.get("formula")
     if not isinstance(formula, str) or not formula.strip():
         raise Problem(422, "formula: expected a formula like 'smokes ~ region + adult'")
-    confidence = body.get("confidence", current_app.config["CONFIDENCE"])
-    try:
-        z_value(confidence)  # refuses what is not a level strictly between 0 and 1
-    except ValueError as exc:
-        raise Problem(422, str(exc)) from None
-    level = float(confidence)
-    survey = survey_cache().survey(record)
-    limits = Limits.from_config(current_app.config)
-    return _analysis(  # the formula is data: stats/formula.py checks it against the grammar
-        lambda: stats.regress(
-            survey, _stored_answers(survey_id), formula, level, verify=False, limits=limits
+    level = parse_confidence(  # a field of the body: 422, as its other fields
+        body.get("confidence", current_app.config["CONFIDENCE"]), 0.95, status=422, text=False
+    )
+    return _json(  # the formula is data: stats/formula.py checks it against the grammar
+        surveys.regression(
+            get_store(),
+            survey_id,
+            formula,
+            confidence=level,
+            limits=Limits.from_config(current_app.config),
+            cache=survey_cache(),
         )
     )

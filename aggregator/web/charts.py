@@ -17,6 +17,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from deniable.shared.questions import QUESTION_TYPES
+
 WIDTH = 480
 LABEL_W = 96
 RIGHT = 20
@@ -55,7 +57,8 @@ SHARES = Scale()
 
 def scale_of(question: Mapping[str, Any]) -> Scale:
     """0 to 1 for shares; an integer question's own min to max for its mean."""
-    if question.get("type") == "integer":
+    kind = QUESTION_TYPES.get(question.get("type"))  # type: ignore[arg-type]
+    if kind is not None and kind.rows == "mean":
         return Scale(float(question["min"]), float(question["max"]), _number)
     return SHARES
 
@@ -144,7 +147,8 @@ def question_chart(question: Mapping[str, Any], confidence: float, title: str = 
 def _has_share(question: Mapping[str, Any]) -> bool:
     """Whether `share` is a distribution worth its own bar (not for a mean or a multi question,
     where it is the estimate clipped)."""
-    return question.get("type") not in ("integer", "multi", "text")
+    kind = QUESTION_TYPES.get(question.get("type"))  # type: ignore[arg-type]
+    return kind is None or kind.distribution
 
 
 def _bar(

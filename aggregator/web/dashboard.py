@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +27,6 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
@@ -35,17 +34,15 @@ from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
-from deniable.aggregator import stats
 from deniable.aggregator import surveys as actions
+from deniable.aggregator.params import ParamError, parse_candidates, parse_confidence, parse_flag
 from deniable.aggregator.stats import planning
-from deniable.aggregator.stats.analyze import StoredAnswers
-from deniable.aggregator.stats.estimate import parse_candidates, results_document
-from deniable.aggregator.stats.limits import LimitError, Limits
+from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import QuestionResults
 from deniable.aggregator.store import SurveyRecord
 from deniable.aggregator.web import sessions
 from deniable.aggregator.web.charts import question_chart
-from deniable.aggregator.web.db import get_store, survey_cache
+from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError
@@ -154,6 +151,16 @@ def _not_found(exc: NotFound) -> tuple[str, int]:
     ), 404
 
 
+@bp.errorhandler(ParamError)
+def _bad_parameter(exc: ParamError) -> tuple[str, int]:
+    """A bad ?confidence= or the like: said on a page, as the API says it in a problem."""
+    return render_template(
+        "error.html",
+        title="Bad request",
+        message=f"{exc} Go back and choose another value.",
+    ), exc.status
+
+
 @bp.errorhandler(413)
 def _too_large(exc: RequestEntityTooLarge) -> tuple[str, int]:
     limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
@@ -226,11 +233,18 @@ def _status(record: SurveyRecord, survey: Survey) -> str:
 
 
 def _confidence() -> float:
-    try:
-        value = float(request.args.get("confidence", current_app.config.get("CONFIDENCE", 0.95)))
-    except ValueError:
-        value = 0.95
-    return value if 0.5 <= value < 1 else 0.95
+    """?confidence=, or the configured level; a bad one is a ParamError (an error page)."""
+    return parse_confidence(request.args.get("confidence"), current_app.config["CONFIDENCE"])
+
+
+def _results_options() -> dict[str, Any]:
+    """The results parameters of the query string, parsed as the API parses them."""
+    return {
+        "confidence": _confidence(),
+        "simultaneous": parse_flag(request.args.get("simultaneous"), "simultaneous"),
+        "limits": Limits.from_config(current_app.config),
+        "cache": survey_cache(),
+    }
 
 
 def _wide(question: Any, entry: QuestionResults, n: int, confidence: float) -> bool:
@@ -238,9 +252,9 @@ def _wide(question: Any, entry: QuestionResults, n: int, confidence: float) -> b
 
     Judged by the planner's worst-case margin at n (half the range or more), or an interval
     that already spans 90% of it."""
-    width = 1.0 if question.type != "integer" else float(question.high - question.low)
+    width = float(question.high - question.low) if question.kind.rows == "mean" else 1.0
     spans = [high - low for low, high in entry.conf_int().values()]
-    if question.type == "text":  # judged by its candidates' intervals alone
+    if question.kind.rows == "candidates":  # judged by its candidates' intervals alone
         return any(span >= 0.9 for span in spans)
     if not question.plain and planning.margin_for(question.randomizer, n, confidence) >= width / 2:
         return True
@@ -259,84 +273,27 @@ def surveys() -> str:
 
 def _plain_words(question: Any) -> str:
     """How the mechanism protects an answer, in words."""
-    m = question.randomizer
-    p, q = float(question.randomizer.p_star), float(question.randomizer.q_star)
-    if question.plain:
-        return "a plain question: answers are sent exactly as given, not randomized"
-    if question.type == "text":
-        params = m.params()
-        if m.name == "rappor":
-            return (
-                f"answers are hashed on the device into a {params['k']}-bit Bloom filter (one of "
-                f"{params['m']} cohorts); each of its bits reads 1 with probability {p:.0%}, every "
-                f"other with {q:.0%}. Type candidate answers below to estimate them"
-            )
-        what = "one bit of a Hadamard code" if m.name == "hcms" else "a row of marks"
-        return (
-            f"answers are hashed on the device (one of {params['k']} hash functions, "
-            f"{params['m']} columns) and only {what} leaves it, true with probability {p:.0%}; "
-            "frequencies are decoded for the candidates, collisions between them accounted for. "
-            "Type candidate answers below to estimate them"
-        )
-    if m.name == "onebit":
-        return (
-            f"one bit per answer, never the number: 1 with probability {q:.0%} at "
-            f"{question.low}, rising in proportion to {p:.0%} at {question.high}"
-        )
-    if question.type == "multi":
-        return (
-            f"one mark per option: each says truthfully whether it was selected with "
-            f"probability {p:.0%}, otherwise the opposite (epsilon / {question.k} per option)"
-        )
-    if m.name == "rr":
-        return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
-    if m.name == "coins":
-        return (
-            f"with probability {float(m.truth):.0%} the true answer is sent; otherwise a coin "
-            f"says yes with probability {float(m.yes):.0%} (a yes report comes from a true yes "
-            f"with probability {p:.0%}, from a true no with probability {q:.0%})"
-        )
-    if m.name == "grr":
-        return (
-            f"each answer is kept truthfully with probability {p:.0%}, otherwise replaced by "
-            f"one of the other {question.k - 1} options at random"
-        )
-    return (
-        f"one bit per option: the true option's bit is set with probability {p:.0%}, every "
-        f"other option's bit with probability {q:.0%}"
-    )
+    return question.randomizer.in_brief()
 
 
 @bp.route("/surveys/<survey_id>")
 def survey(survey_id: str) -> str:
     """One survey: per question a chart, a table and the mechanism in words."""
     record, resolved = _survey_or_404(survey_id)
-    confidence = _confidence()
-    simultaneous = request.args.get("simultaneous") == "1"
-    n, support = get_store().tallies(survey_id)
+    options = _results_options()
+    confidence, simultaneous = options["confidence"], options["simultaneous"]
     asked = request.args.get("candidates", "")
+    candidate_error = None
     try:
         candidates = parse_candidates(asked)
-        doc = results_document(
-            resolved,
-            n,
-            support,
-            confidence=confidence,
-            simultaneous=simultaneous,
-            candidates=candidates,
-            limits=Limits.from_config(current_app.config),
-        )
-        candidate_error = None
-    except ValueError as exc:
+        doc = actions.results(get_store(), survey_id, candidates=candidates, **options)
+    except actions.ActionError as exc:
+        if not asked:
+            raise
+        # Said on the page, which still shows the survey's own candidates.
         candidate_error = str(exc)
-        doc = results_document(
-            resolved,
-            n,
-            support,
-            confidence=confidence,
-            simultaneous=simultaneous,
-            limits=Limits.from_config(current_app.config),
-        )
+        doc = actions.results(get_store(), survey_id, **options)
+    n = doc.n
     questions = []
     for entry in doc.questions.values():
         question = resolved.questions[entry.id]
@@ -386,10 +343,6 @@ def qr_code(survey_id: str) -> Response:
     )
 
 
-def _stored_rows(survey_id: str) -> StoredAnswers:
-    return StoredAnswers(get_store(), survey_id)
-
-
 @bp.route("/surveys/<survey_id>/analysis", methods=["GET", "POST"])
 def analysis(survey_id: str) -> str:
     """Breakdowns by a plain question, cross-tabs and regression, from the stored reports.
@@ -402,35 +355,28 @@ def analysis(survey_id: str) -> str:
     posted = request.form if request.method == "POST" else {}
     formula = posted.get("formula") or args.get("formula") or ""
     # Text questions are estimated per candidate on the survey's page, not in these analyses.
-    randomized = [q for q in resolved.questions.values() if not q.plain and q.type != "text"]
+    randomized = [
+        q for q in resolved.questions.values() if not q.plain and q.kind.rows != "candidates"
+    ]
     plain = [q for q in resolved.questions.values() if q.plain]
-    groups = [q for q in plain if q.type in ("binary", "categorical")]
+    groups = [q for q in plain if q.kind.groups]
     found: dict[str, Any] = {}
     errors: dict[str, str] = {}
-    runs = {
-        "breakdown": lambda: stats.breakdown(
-            resolved,
-            _stored_rows(survey_id),
-            args["question"],
-            args["by"],
-            confidence,
-            verify=False,
+    store, cache = get_store(), survey_cache()
+    runs = {  # the service functions the API and the CLI call (aggregator/surveys.py)
+        "breakdown": lambda: actions.breakdown(
+            store, survey_id, args["question"], args["by"], confidence=confidence, cache=cache
         ),
-        "crosstab": lambda: stats.crosstab(
-            resolved,
-            _stored_rows(survey_id),
-            args["first"],
-            args["second"],
-            confidence,
-            verify=False,
+        "crosstab": lambda: actions.crosstab(
+            store, survey_id, args["first"], args["second"], confidence=confidence, cache=cache
         ),
-        "regression": lambda: stats.regress(
-            resolved,
-            _stored_rows(survey_id),
+        "regression": lambda: actions.regression(
+            store,
+            survey_id,
             posted["formula"],  # data, never Python: stats/formula.py checks the grammar
-            confidence,
-            verify=False,
+            confidence=confidence,
             limits=Limits.from_config(current_app.config),
+            cache=cache,
         ),
     }
     needs = {
@@ -465,7 +411,7 @@ def analysis(survey_id: str) -> str:
         survey=resolved,
         randomized=randomized,
         plain=groups,
-        questions=[q for q in resolved.questions.values() if q.type not in ("integer", "text")],
+        questions=[q for q in resolved.questions.values() if q.kind.crosses],
         found=found,
         errors=errors,
         charts=charts,
@@ -477,11 +423,11 @@ def analysis(survey_id: str) -> str:
 
 
 def _example_formula(randomized: list[Any], plain: list[Any]) -> str:
-    outcome = next((q.id for q in randomized if q.type == "binary"), None)
-    choice = [q for q in randomized if q.type in ("categorical", "multi")]
+    outcome = next((q.id for q in randomized if q.kind.outcome_row is not None), None)
+    choice = [q for q in randomized if q.kind.not_an_outcome is None]
     if outcome is None and choice:
-        outcome = f"{choice[0].id}[{choice[0].options[-1 if choice[0].type == 'multi' else 1]}]"
-    usable = [q for q in plain if q.type != "multi"]
+        outcome = f"{choice[0].id}[{choice[0].options[choice[0].kind.example_option]}]"
+    usable = [q for q in plain if q.kind.covariate is not None]
     covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in usable[:2]) or "1"
     return f"{outcome} ~ {covariates}" if outcome else ""
 
@@ -496,26 +442,13 @@ def count(survey_id: str) -> dict[str, Any]:
 @bp.route("/surveys/<survey_id>/results.csv")
 def download_csv(survey_id: str) -> Response:
     """The results as CSV (the API's content, for a dashboard session)."""
-    _, resolved = _survey_or_404(survey_id)
-    n, support = get_store().tallies(survey_id)
-    try:
-        candidates = parse_candidates(request.args.get("candidates"))
-        doc = results_document(
-            resolved,
-            n,
-            support,
-            confidence=_confidence(),
-            simultaneous=request.args.get("simultaneous") == "1",
-            candidates=candidates,
-            limits=Limits.from_config(current_app.config),
-        )
-    except LimitError as exc:
-        # A problem with the limit's own status (abort(413) would read as a body too large).
-        raise actions.ActionError(exc.status, str(exc)) from None
-    except ValueError as exc:
-        abort(400, description=str(exc))
+    _survey_or_404(survey_id)
+    candidates = parse_candidates(request.args.get("candidates"))
+    # A refusal is the API's problem with its own status (abort(413) would read as a body
+    # too large); a bad parameter is an error page.
+    text = actions.results_csv(get_store(), survey_id, candidates=candidates, **_results_options())
     return Response(
-        doc.to_csv(),
+        text,
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-results.csv"'},
     )
@@ -525,14 +458,8 @@ def download_csv(survey_id: str) -> Response:
 def download_reports(survey_id: str) -> Response:
     """Every stored noisy report, one JSON object a line, streamed."""
     _survey_or_404(survey_id)
-    store = get_store()
-
-    def lines() -> Iterator[str]:
-        for body in store.iter_report_bodies(survey_id):
-            yield body + "\n"
-
     return Response(
-        stream_with_context(lines()),
+        actions.report_lines(provider(), survey_id),
         mimetype="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-reports.jsonl"'},
     )

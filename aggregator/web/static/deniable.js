@@ -147,67 +147,22 @@ export function bloomBits(cohort, text, hashes, bits) {
   return out;
 }
 
-function textOf(question, value) {
-  const text = normalizeText(typeof value === "string" ? value : "");
-  if (!text || text.length > 200) {
-    throw new Error(`${question.id}: ${JSON.stringify(value)} is not an answer; give a word or a phrase`);
-  }
-  return text;
-}
-
-const half = (p) => ({ num: p.num, den: 2n * p.den });
-const times = (a, b) => ({ num: a.num * b.num, den: a.den * b.den });
-const plus = (a, b) => ({ num: a.num * b.den + b.num * a.den, den: a.den * b.den });
-const minusFrom1 = (a) => ({ num: a.den - a.num, den: a.den });
-
-function randomizeText(question, value) {
-  const text = textOf(question, value);
-  const p = params(question);
-  const raw = question[question.mechanism];
-  if (question.mechanism === "hcms") {
-    const j = Number(randomBelow(BigInt(raw.k)));
-    const row = Number(randomBelow(BigInt(raw.m)));
-    let and = row & sketchColumn(j, text, raw.m);
-    let parity = 0;
-    for (; and; and &= and - 1) parity ^= 1;
-    const bit = 1 - parity;
-    return [j, row, flip(p.keep) ? bit : 1 - bit];
-  }
-  if (question.mechanism === "cms") {
-    const j = Number(randomBelow(BigInt(raw.k)));
-    const column = sketchColumn(j, text, raw.m);
-    const other = minusFrom1(p.keep);
-    let bits = "";
-    for (let i = 0; i < raw.m; i += 1) bits += flip(i === column ? p.keep : other) ? "1" : "0";
-    return [j, bits];
-  }
-  if (question.mechanism === "rappor") {
-    const cohort = Number(randomBelow(BigInt(raw.m)));
-    const bloom = bloomBits(cohort, text, raw.h, raw.k);
-    // Per bit: P[1 | Bloom bit 1] = f/2 (p + q) + (1 - f) q; P[1 | 0] = f/2 (p + q) + (1 - f) p.
-    const noise = times(half(p.f), plus(p.p, p.q));
-    const setOne = plus(noise, times(minusFrom1(p.f), p.q));
-    const unsetOne = plus(noise, times(minusFrom1(p.f), p.p));
-    let bits = "";
-    for (let i = 0; i < raw.k; i += 1) bits += flip(bloom.has(i) ? setOne : unsetOne) ? "1" : "0";
-    return [cohort, bits];
-  }
-  throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
-}
-
 // ---------------------------------------------------------------------------------------
-// Mechanisms (as deniable.shared.mechanisms)
+// True answers: each question type reads and checks its own (as deniable.shared.survey)
 
 function optionIndex(question, value) {
-  const options = question.options;
-  if (question.type === "binary") {
-    if (value === true || value === 1 || value === "1" || value === "yes") return 1;
-    if (value === false || value === 0 || value === "0" || value === "no") return 0;
-  } else {
-    if (Number.isInteger(value) && value >= 0 && value < options.length) return value;
-    const found = options.indexOf(value);
-    if (found >= 0) return found;
-  }
+  if (Number.isInteger(value) && value >= 0 && value < question.options.length) return value;
+  const found = question.options.indexOf(value);
+  if (found >= 0) return found;
+  throw new Error(`${question.id}: ${JSON.stringify(value)} is not an answer`);
+}
+
+const YES = [true, 1, "1", "yes"];
+const NO = [false, 0, "0", "no"];
+
+function yesNoIndex(question, value) {
+  if (YES.includes(value)) return 1;
+  if (NO.includes(value)) return 0;
   throw new Error(`${question.id}: ${JSON.stringify(value)} is not an answer`);
 }
 
@@ -244,6 +199,172 @@ function selection(question, value) {
   return chosen;
 }
 
+function textOf(question, value) {
+  const text = normalizeText(typeof value === "string" ? value : "");
+  if (!text || text.length > 200) {
+    throw new Error(`${question.id}: ${JSON.stringify(value)} is not an answer; give a word or a phrase`);
+  }
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------
+// Mechanisms (as deniable.shared.mechanisms and deniable.shared.sketches): each randomizes a
+// true answer as its question type reads it, with the survey's exact parameters `p` (sizes in
+// `raw`), and says in a few words what a report it made holds (the receipt's words).
+
+const half = (p) => ({ num: p.num, den: 2n * p.den });
+const times = (a, b) => ({ num: a.num * b.num, den: a.den * b.den });
+const plus = (a, b) => ({ num: a.num * b.den + b.num * a.den, den: a.den * b.den });
+const minusFrom1 = (a) => ({ num: a.den - a.num, den: a.den });
+
+/** A string of one 0/1 mark per option, option i marked when `marked(i)`. */
+function marks(question, marked) {
+  let bits = "";
+  for (let i = 0; i < question.options.length; i += 1) bits += marked(i) ? "1" : "0";
+  return bits;
+}
+
+const asOption = (question, sent) => `${sent} (${question.options[sent]})`;
+const asNumber = (question, sent) => `${sent}`;
+const asBit = (question, sent) => `${sent} (one bit)`;
+const asSketch = (question, sent) => `${JSON.stringify(sent)} (a randomized sketch, never your words)`;
+
+function asMarks(question, sent) {
+  const picked = question.options.filter((_, i) => sent[i] === "1");
+  return `${sent} (supports: ${picked.join(", ") || "none"})`;
+}
+
+const MECHANISMS = {
+  // Plain questions: sent exactly as answered (the page says so).
+  plainOption: { randomize: (question, index) => index, shown: asOption },
+  plainNumber: { randomize: (question, offset) => question.min + offset, shown: asNumber },
+  plainSelection: {
+    randomize: (question, chosen) => marks(question, (i) => chosen.has(i)),
+    shown: asMarks,
+  },
+  rr: { randomize: (question, index, p) => (flip(p.keep) ? index : 1 - index), shown: asOption },
+  coins: {
+    randomize: (question, index, p) => {
+      if (flip(p.truth)) return index;
+      return flip(p.yes) ? 1 : 0;
+    },
+    shown: asOption,
+  },
+  grr: {
+    randomize: (question, index, p) => {
+      if (flip(p.keep)) return index;
+      const other = Number(randomBelow(BigInt(question.options.length - 1)));
+      return other < index ? other : other + 1;
+    },
+    shown: asOption,
+  },
+  oue: {
+    randomize: (question, index, p) => marks(question, (i) => flip(i === index ? p.p : p.q)),
+    shown: asMarks,
+  },
+  onebit: {
+    // 1 with probability q* + (p* - q*) * offset / (max - min), as one exact fraction.
+    randomize: (question, offset, p) => {
+      const width = BigInt(question.max - question.min);
+      const keep = p.keep;
+      const num = (keep.den - keep.num) * width + (2n * keep.num - keep.den) * BigInt(offset);
+      return flip({ num, den: keep.den * width }) ? 1 : 0;
+    },
+    shown: asBit,
+  },
+  multiRR: {
+    // Each option's mark on its own coin: kept with probability keep.
+    randomize: (question, chosen, p) => marks(question, (i) => flip(p.keep) === chosen.has(i)),
+    shown: asMarks,
+  },
+  hcms: {
+    randomize: (question, text, p, raw) => {
+      const j = Number(randomBelow(BigInt(raw.k)));
+      const row = Number(randomBelow(BigInt(raw.m)));
+      let and = row & sketchColumn(j, text, raw.m);
+      let parity = 0;
+      for (; and; and &= and - 1) parity ^= 1;
+      const bit = 1 - parity;
+      return [j, row, flip(p.keep) ? bit : 1 - bit];
+    },
+    shown: asSketch,
+  },
+  cms: {
+    randomize: (question, text, p, raw) => {
+      const j = Number(randomBelow(BigInt(raw.k)));
+      const column = sketchColumn(j, text, raw.m);
+      const other = minusFrom1(p.keep);
+      let bits = "";
+      for (let i = 0; i < raw.m; i += 1) bits += flip(i === column ? p.keep : other) ? "1" : "0";
+      return [j, bits];
+    },
+    shown: asSketch,
+  },
+  rappor: {
+    randomize: (question, text, p, raw) => {
+      const cohort = Number(randomBelow(BigInt(raw.m)));
+      const bloom = bloomBits(cohort, text, raw.h, raw.k);
+      // Per bit: P[1 | Bloom bit 1] = f/2 (p + q) + (1 - f) q; P[1 | 0] = f/2 (p + q) + (1 - f) p.
+      const noise = times(half(p.f), plus(p.p, p.q));
+      const setOne = plus(noise, times(minusFrom1(p.f), p.q));
+      const unsetOne = plus(noise, times(minusFrom1(p.f), p.p));
+      let bits = "";
+      for (let i = 0; i < raw.k; i += 1) bits += flip(bloom.has(i) ? setOne : unsetOne) ? "1" : "0";
+      return [cohort, bits];
+    },
+    shown: asSketch,
+  },
+};
+
+// ---------------------------------------------------------------------------------------
+// Question types: the one place that knows them. Each reads and checks a true answer (`truth`),
+// names the form control the page asks it with (`control`), and maps the survey's mechanism
+// names to the mechanisms above. A new question type is one entry here (and, for a new kind
+// of control, one reader in respond.js).
+
+const QUESTION_TYPES = {
+  binary: {
+    truth: yesNoIndex,
+    control: "choice",
+    mechanisms: { none: MECHANISMS.plainOption, rr: MECHANISMS.rr, coins: MECHANISMS.coins },
+  },
+  categorical: {
+    truth: optionIndex,
+    control: "choice",
+    mechanisms: { none: MECHANISMS.plainOption, grr: MECHANISMS.grr, oue: MECHANISMS.oue },
+  },
+  integer: {
+    truth: integerOffset,
+    control: "number",
+    mechanisms: { none: MECHANISMS.plainNumber, onebit: MECHANISMS.onebit },
+  },
+  multi: {
+    truth: selection,
+    control: "boxes",
+    mechanisms: { none: MECHANISMS.plainSelection, rr: MECHANISMS.multiRR },
+  },
+  text: {
+    truth: textOf,
+    control: "words",
+    mechanisms: { hcms: MECHANISMS.hcms, cms: MECHANISMS.cms, rappor: MECHANISMS.rappor },
+  },
+};
+
+const own = (table, name) => (Object.hasOwn(table, name) ? table[name] : undefined);
+
+/** The entry of QUESTION_TYPES for a question of the resolved survey. */
+export function questionType(question) {
+  const found = own(QUESTION_TYPES, question.type);
+  if (!found) throw new Error(`${question.id}: this page cannot answer a ${question.type} question`);
+  return found;
+}
+
+function mechanismOf(question) {
+  const found = own(questionType(question).mechanisms, question.mechanism);
+  if (!found) throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
+  return found;
+}
+
 function params(question) {
   const raw = question[question.mechanism] || {};
   const out = {};
@@ -256,55 +377,14 @@ function params(question) {
 /** The noisy report answer of `question` (an entry of the resolved survey's questions) for the
  * true answer `value` (an option label or index; for binary also yes/no, true/false, 1/0). */
 export function randomize(question, value) {
-  if (question.type === "text") return randomizeText(question, value);
-  const p = params(question);
-  if (question.type === "integer") {
-    const offset = integerOffset(question, value);
-    if (question.mechanism === "none") return question.min + offset;
-    if (question.mechanism !== "onebit") {
-      throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
-    }
-    // 1 with probability q* + (p* - q*) * offset / (max - min), as one exact fraction.
-    const width = BigInt(question.max - question.min);
-    const keep = p.keep;
-    const num = (keep.den - keep.num) * width + (2n * keep.num - keep.den) * BigInt(offset);
-    return flip({ num, den: keep.den * width }) ? 1 : 0;
-  }
-  if (question.type === "multi") {
-    const chosen = selection(question, value);
-    let bits = "";
-    for (let i = 0; i < question.options.length; i += 1) {
-      const selected = chosen.has(i);
-      if (question.mechanism === "none") bits += selected ? "1" : "0";
-      else if (question.mechanism === "rr") bits += flip(p.keep) === selected ? "1" : "0";
-      else throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
-    }
-    return bits;
-  }
-  const index = optionIndex(question, value);
-  switch (question.mechanism) {
-    case "none": // a plain question: sent exactly as answered (the page says so)
-      return index;
-    case "rr":
-      return flip(p.keep) ? index : 1 - index;
-    case "coins":
-      if (flip(p.truth)) return index;
-      return flip(p.yes) ? 1 : 0;
-    case "grr": {
-      if (flip(p.keep)) return index;
-      const other = Number(randomBelow(BigInt(question.options.length - 1)));
-      return other < index ? other : other + 1;
-    }
-    case "oue": {
-      let bits = "";
-      for (let i = 0; i < question.options.length; i += 1) {
-        bits += flip(i === index ? p.p : p.q) ? "1" : "0";
-      }
-      return bits;
-    }
-    default:
-      throw new Error(`${question.id}: this page cannot randomize ${question.mechanism}`);
-  }
+  const truth = questionType(question).truth(question, value);
+  const mechanism = mechanismOf(question);
+  return mechanism.randomize(question, truth, params(question), question[question.mechanism]);
+}
+
+/** The receipt's words for the report answer `sent` of `question`: the value and what it holds. */
+export function shownAnswer(question, sent) {
+  return mechanismOf(question).shown(question, sent);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ import {
   fetchSurvey,
   nextRetry,
   normalizeText,
+  questionType,
   resendQueued,
+  shownAnswer,
   storedEntry,
   supported,
 } from "./deniable.js";
@@ -37,18 +39,6 @@ const STATUS_TEXT = {
   rejected: "refused by the aggregator",
 };
 
-function shownAnswer(question, sent) {
-  if (question.type === "text") return `${JSON.stringify(sent)} (a randomized sketch, never your words)`;
-  if (question.type === "integer") {
-    return question.mechanism === "none" ? `${sent}` : `${sent} (one bit)`;
-  }
-  if (question.mechanism === "oue" || question.type === "multi") {
-    const picked = question.options.filter((_, i) => sent[i] === "1");
-    return `${sent} (supports: ${picked.join(", ") || "none"})`;
-  }
-  return `${sent} (${question.options[sent]})`;
-}
-
 function showReceipt(survey, entry) {
   const receipt = document.getElementById("receipt");
   receipt.dataset.reportId = entry.report.report_id;
@@ -75,43 +65,48 @@ async function showSpent() {
   return spent;
 }
 
-function truthFromForm(survey) {
-  const truth = {};
-  for (const question of survey.questions) {
-    const name = CSS.escape(question.id);
-    if (question.type === "multi") {
-      const boxes = form.querySelectorAll(`input[name="${name}"]:checked`);
-      truth[question.id] = Array.from(boxes, (box) => box.value);
-      continue;
-    }
-    if (question.type === "text") {
-      const input = form.querySelector(`input[name="${name}"]`);
-      if (!normalizeText(input.value)) {
-        input.focus();
-        throw new Error(`Answer every question first: "${question.text}" has no answer.`);
-      }
-      truth[question.id] = input.value;
-      continue;
-    }
-    if (question.type === "integer") {
-      const input = form.querySelector(`input[name="${name}"]`);
-      const text = input.value.trim();
-      const number = Number(text);
-      if (!/^[+-]?\d+$/.test(text) || number < question.min || number > question.max) {
-        input.focus();
-        throw new Error(
-          `"${question.text}" needs a whole number from ${question.min} to ${question.max}.`,
-        );
-      }
-      truth[question.id] = number;
-      continue;
-    }
+// How the page reads each kind of form control a question type asks with (deniable.js's
+// QUESTION_TYPES names it): the true answer, or an error saying what is missing.
+const CONTROLS = {
+  choice(question, name) {
     const checked = form.querySelector(`input[name="${name}"]:checked`);
     if (!checked) {
       document.getElementById(`q-${question.id}`)?.scrollIntoView({ block: "center" });
       throw new Error(`Answer every question first: "${question.text}" has no answer.`);
     }
-    truth[question.id] = checked.value;
+    return checked.value;
+  },
+  boxes(question, name) {
+    const boxes = form.querySelectorAll(`input[name="${name}"]:checked`);
+    return Array.from(boxes, (box) => box.value);
+  },
+  number(question, name) {
+    const input = form.querySelector(`input[name="${name}"]`);
+    const text = input.value.trim();
+    const number = Number(text);
+    if (!/^[+-]?\d+$/.test(text) || number < question.min || number > question.max) {
+      input.focus();
+      throw new Error(
+        `"${question.text}" needs a whole number from ${question.min} to ${question.max}.`,
+      );
+    }
+    return number;
+  },
+  words(question, name) {
+    const input = form.querySelector(`input[name="${name}"]`);
+    if (!normalizeText(input.value)) {
+      input.focus();
+      throw new Error(`Answer every question first: "${question.text}" has no answer.`);
+    }
+    return input.value;
+  },
+};
+
+function truthFromForm(survey) {
+  const truth = {};
+  for (const question of survey.questions) {
+    const read = CONTROLS[questionType(question).control];
+    truth[question.id] = read(question, CSS.escape(question.id));
   }
   return truth;
 }

@@ -144,8 +144,9 @@ def check_decoders(
     cells = 0
     for question in survey.questions.values():
         if question.kind.rows == "candidates":
-            check_decoder(question, len(text_candidates(question, extra)), limits, status)
-            cells += decoder_cells(question.randomizer, len(text_candidates(question, extra)))
+            count = len(text_candidates(question, extra))
+            check_decoder(question, count, limits, status)
+            cells += decoder_cells(question.randomizer, count)
     check(
         cells,
         limits.max_decoder_cells,

@@ -65,11 +65,6 @@ class PlanRow:
     respondents: int | None
     margin: float | None
 
-    @property
-    def keep_text(self) -> str:
-        """How likely a report supports the true option (p*), as a percentage."""
-        return f"{float(self.mechanism.p_star):.1%}"
-
 
 @dataclass(frozen=True)
 class Plan:

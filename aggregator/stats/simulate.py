@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from deniable.shared import DeniableError, Survey, make_report
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.questions import zipf
-from deniable.shared.signing import generate_key
 from deniable.shared.survey import Question
 
 #: Per question: option probabilities (binary, categorical); each option's probability of
@@ -182,14 +181,6 @@ def truth_candidates(survey: Survey, truth: Truth) -> list[str]:
             ranked = sorted(truth[qid], key=lambda w: -truth[qid][w])
             extra += [w for w in ranked if w not in q.candidates and w not in extra]
     return extra[:50]
-
-
-def make_reports(
-    survey: Survey, truth: Truth, n: int, rng: random.Random
-) -> Iterator[dict[str, Any]]:
-    """n signed reports of simulated respondents, each under a fresh key."""
-    for _ in range(n):
-        yield make_report(survey, draw_answers(survey, truth, rng), generate_key())
 
 
 def respondent_reports(

@@ -241,6 +241,15 @@ SETTINGS: dict[str, Setting] = {
         "Raw reports older than this many days are purged; unset, they are kept. Tallies stay "
         "(see [Retention](operations.md#retention)).",
     ),
+    # Audit entries older than this many days are deleted; None keeps the log whole.
+    "AUDIT_RETENTION_DAYS": _setting(
+        "DENIABLE_AUDIT_RETENTION_DAYS",
+        _whole("DENIABLE_AUDIT_RETENTION_DAYS", 1, 100_000),
+        None,
+        "Audit log entries older than this many whole days are deleted, hourly while serving "
+        "and by `deniable-aggregator purge`; unset, the log is kept whole (see "
+        "[Accounts](accounts.md#the-audit-log)).",
+    ),
     # Work one request may ask for, checked before it starts (stats/limits.py, docs/security.md).
     "MAX_MODEL_COLUMNS": _setting(
         "DENIABLE_MAX_MODEL_COLUMNS",

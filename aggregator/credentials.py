@@ -11,11 +11,19 @@ from collections.abc import Iterable
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_GROUPS = 3
 CODE_GROUP_LENGTH = 4
+#: Hex digits of a token's sha256 that name it in lists, revocation and the audit log
+#: (48 bits: public, and not enough to find the token).
+TOKEN_ID_CHARS = 12
 
 
 def digest(secret: str) -> str:
     """The sha256 hex a token or code is stored as."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def token_id(token_hash: str) -> str:
+    """The public id of a stored token: the first TOKEN_ID_CHARS hex digits of its sha256."""
+    return token_hash[:TOKEN_ID_CHARS]
 
 
 def new_token() -> str:

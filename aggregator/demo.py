@@ -8,14 +8,21 @@ HTTP layer (see cli/simulate_http.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from deniable.aggregator import accounts
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.cli.simulate_http import Sent
 from deniable.aggregator.stats import simulate
+from deniable.aggregator.store import Store
 
 DEMO_RESPONDENTS = 3000
+#: The demo's accounts: an admin, and an analyst of the demo surveys (docs/accounts.md).
+DEMO_ADMIN = "demo"
+DEMO_ANALYST = "analyst"
 BATCH = 1000
 
 #: The true population, per demo survey and question: option shares; for an integer question
@@ -61,3 +68,15 @@ def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS
     api, survey = simulate_http.fetch_survey(url, survey_id)
     truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTHS[survey_id]))
     return simulate_http.send(api, survey, truth, respondents, batch=BATCH, seed=2026)
+
+
+def demo_tokens(store: Store, survey_ids: Sequence[str]) -> tuple[str, str]:
+    """New tokens (admin, analyst): of the admin account "demo", and of the account "analyst"
+    granted analyst on the demo surveys (it reads their results and changes nothing)."""
+    admin, _ = accounts.admin_token(store, OPERATOR, DEMO_ADMIN)
+    if store.get_account(DEMO_ANALYST) is None:
+        accounts.create_account(store, OPERATOR, DEMO_ANALYST)
+    for survey_id in survey_ids:
+        accounts.grant(store, OPERATOR, survey_id, DEMO_ANALYST, "analyst")
+    analyst, _ = accounts.create_token(store, OPERATOR, DEMO_ANALYST, name="demo")
+    return admin, analyst

@@ -11,19 +11,19 @@ import math
 from collections.abc import Sequence
 
 from deniable.aggregator.stats.estimate import parse_candidates as _candidates
-from deniable.aggregator.surveys import ActionError
+from deniable.aggregator.surveys import ActionError, Refusal
 
 
 class ParamError(ActionError):
-    """A request parameter that is not what it should be; `status` is 400 unless the parameter
-    came in a JSON body (422)."""
+    """A request parameter that is not what it should be: a bad parameter (400 on the API)
+    unless it came as a field of a JSON body, which makes the body invalid (422)."""
 
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(status, message)
+    def __init__(self, message: str, kind: Refusal = "bad-parameter"):
+        super().__init__(kind, message)
 
 
 def parse_confidence(
-    value: object, default: float, *, status: int = 400, text: bool = True
+    value: object, default: float, *, kind: Refusal = "bad-parameter", text: bool = True
 ) -> float:
     """A confidence level strictly between 0 and 1 from a query string, a CLI option or a JSON
     number; `default` when it is absent (None or empty text). `text=False` is for a JSON field
@@ -40,7 +40,7 @@ def parse_confidence(
         level = float(value)
     if not (math.isfinite(level) and 0 < level < 1):
         raise ParamError(
-            f"confidence: expected a level between 0 and 1, like 0.95, got {value!r}", status
+            f"confidence: expected a level between 0 and 1, like 0.95, got {value!r}", kind
         )
     return level
 
@@ -67,3 +67,10 @@ def parse_candidates(raw: str | Sequence[str] | None) -> tuple[str, ...]:
         return _candidates(raw)
     except ValueError as exc:
         raise ParamError(str(exc)) from None
+
+
+def parse_whole(value: str | None) -> int | str:
+    """A whole number typed in a form field: its int, or the text as typed, which the action
+    then refuses saying what it expects (so the range is checked in one place, the action)."""
+    text = (value or "").strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else text

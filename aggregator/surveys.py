@@ -2,7 +2,10 @@
 (results, their CSV, the reports export, breakdown, crosstab, regression, invitations, closing),
 called alike by the API, the dashboard and the CLI with parameters parsed by params.py.
 
-Plain functions without Flask; a refusal is an ActionError carrying the HTTP status it maps to.
+Every researcher function takes `who` (an access.Principal), passes the one rule of access.py
+before any work, and appends what it did to the audit log (audit.py) after it succeeded
+(docs/accounts.md); the respondent functions (published, enroll) are public. Plain functions
+without Flask or HTTP; a refusal is an ActionError saying what kind it is.
 """
 
 from __future__ import annotations
@@ -11,8 +14,15 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from deniable.aggregator import credentials, stats
+from deniable.aggregator import access, audit, credentials, stats
+from deniable.aggregator.access import Principal
 from deniable.aggregator.ingest import SurveyCache
+from deniable.aggregator.refusals import (  # noqa: F401  (Refusal re-exported)
+    ActionError,
+    Refusal,
+    not_found,
+    survey_or_404,
+)
 from deniable.aggregator.stats import AnalysisError
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.estimate import check_decoder, check_decoders, results_document
@@ -23,31 +33,15 @@ from deniable.aggregator.store import Store, SurveyRecord
 from deniable.aggregator.store.pool import StoreProvider
 from deniable.shared import signing
 from deniable.shared.canonical import canonical_json
-from deniable.shared.errors import DeniableError, ReportError, SurveyError
-from deniable.shared.survey import SURVEY_ID, Survey
+from deniable.shared.errors import ReportError, SurveyError
+from deniable.shared.survey import Survey
 
 T = TypeVar("T")
-
-
-class ActionError(DeniableError):
-    """A refused action; `status` is the HTTP status it answers with."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 def utc_now() -> str:
     """The current UTC time to the second, as stored for surveys and tokens."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def survey_or_404(store: Store, survey_id: str) -> SurveyRecord:
-    """The stored survey, or ActionError 404."""
-    record = store.get_survey(survey_id) if SURVEY_ID.fullmatch(survey_id) else None
-    if record is None:
-        raise ActionError(404, f"no survey {survey_id!r} on this aggregator; check the survey id")
-    return record
 
 
 def published(record: SurveyRecord) -> dict[str, Any]:
@@ -106,23 +100,34 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
         if question.kind.rows == "candidates" and question.candidates:
             # Every results request decodes the survey's own candidates.
             try:
-                check_decoder(question, len(question.candidates), limits, status=422)
+                check_decoder(question, len(question.candidates), limits, kind="invalid")
             except LimitError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None
     try:
-        check_decoders(survey, (), limits, status=422)
+        check_decoders(survey, (), limits, kind="invalid")
     except LimitError as exc:
         raise SurveyError(f"questions: {exc}") from None
 
 
-def create_survey(
-    store: Store, doc: object, limits: Limits = DEFAULT_LIMITS
-) -> tuple[SurveyRecord, bool]:
-    """Validate, resolve and store a survey document; (the record, whether it is new).
+def list_surveys(
+    store: Store, who: Principal, cache: SurveyCache | None = None
+) -> list[dict[str, Any]]:
+    """The summaries of the surveys `who` may see (GET /api/v1/surveys), oldest first."""
+    return [summary(record, cache) for record in access.visible_surveys(store, who)]
 
-    The same document again is not an error (the record comes back, not new); another survey
-    under an existing id is ActionError 409. An invalid document, or one over `limits`,
-    raises SurveyError."""
+
+def create_survey(
+    store: Store, doc: object, limits: Limits = DEFAULT_LIMITS, *, who: Principal
+) -> tuple[SurveyRecord, bool]:
+    """Validate, resolve and store a survey document, owned by `who`'s account; (the record,
+    whether it is new).
+
+    The same document again, from someone who sees that survey, is not an error (the record
+    comes back, not new, and nobody's role changes); another survey under an existing id, or
+    the same one from someone who does not see it, is ActionError conflict. A principal
+    that may not create surveys is ActionError forbidden (access.require_creator). An invalid
+    document, or one over `limits`, raises SurveyError."""
+    access.require_creator(who)
     survey = Survey.from_dict(doc)
     check_survey_limits(survey, limits)
     for i, question in enumerate(survey.questions.values()):
@@ -142,22 +147,31 @@ def create_survey(
         survey.hash,
         {qid: q.k for qid, q in survey.questions.items()},
         utc_now(),
+        owner=who.account_id,
     )
     record = survey_or_404(store, survey.id)
-    if not created and record.hash != survey.hash:
+    if not created and (
+        record.hash != survey.hash or access.role_on(store, who, survey.id) is None
+    ):
+        # The same words whether or not the asker may see the other survey: its id is public
+        # (the respondent link), its owners and results are not.
         raise ActionError(
-            409,
-            f"a different survey {survey.id!r} already exists; surveys never change once "
-            "created, so give the new one another id",
+            "conflict",
+            f"a survey {survey.id!r} already exists; surveys never change once created, so "
+            "give the new one another id",
         )
+    if created:
+        audit.record(store, who, survey.id, "create", {"title": survey.title})
     return record, created
 
 
-def close_survey(store: Store, survey_id: str) -> SurveyRecord:
-    """Stop accepting reports (closing twice is fine)."""
+def close_survey(store: Store, survey_id: str, *, who: Principal) -> SurveyRecord:
+    """Stop accepting reports (closing twice is fine); an owner's or an admin's action."""
+    access.authorize(store, who, survey_id, "close")
     record = store.close_survey(survey_id, utc_now())
     if record is None:
-        raise ActionError(404, f"no survey {survey_id!r} on this aggregator; check the survey id")
+        raise not_found(survey_id)
+    audit.record(store, who, survey_id, "close")
     return record
 
 
@@ -166,26 +180,31 @@ def invite(
     survey_id: str,
     count: object,
     *,
+    who: Principal,
     limit: int = 10_000,
     cache: SurveyCache | None = None,
 ) -> list[str]:
-    """`count` new single-use invitation codes for an invite-only survey (stored hashed)."""
+    """`count` new single-use invitation codes for an invite-only survey (stored hashed); an
+    owner's or an admin's action, logged with the count (never a code)."""
+    record = access.authorize(store, who, survey_id, "invite")
     if isinstance(count, float) and count.is_integer():
         count = int(
             count
         )  # JSON has one number type: 12.0 is the whole number 12, as in JSON Schema
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
-        raise ActionError(422, f"count: expected a whole number from 1 to {limit}, got {count!r}")
-    record = survey_or_404(store, survey_id)
+        raise ActionError(
+            "invalid", f"count: expected a whole number from 1 to {limit}, got {count!r}"
+        )
     survey = parsed(record, cache)
     if survey.enrollment != "invite":
         raise ActionError(
-            409,
+            "conflict",
             f"survey {survey_id!r} is open to everyone and needs no invitations; "
             'make invite-only surveys with "enrollment": "invite"',
         )
     codes = [credentials.new_invitation_code() for _ in range(count)]
     store.add_invitations(survey_id, [credentials.digest(c) for c in codes], utc_now())
+    audit.record(store, who, survey_id, "invite", {"count": count})
     return codes
 
 
@@ -208,26 +227,32 @@ def enroll(store: Store, survey_id: str, body: object, *, cache: SurveyCache | N
     record = survey_or_404(store, survey_id)
     survey = parsed(record, cache)
     if not isinstance(body, dict):
-        raise ActionError(422, "expected a JSON object with public_key, invitation and signature")
+        raise ActionError(
+            "invalid", "expected a JSON object with public_key, invitation and signature"
+        )
     fields = ("public_key", "invitation", "signature")
     for name in fields:
         value = body.get(name)
         if not isinstance(value, str) or not value or len(value) > 256:
-            raise ActionError(422, f"{name}: expected a non-empty string")
+            raise ActionError("invalid", f"{name}: expected a non-empty string")
     extra = sorted(set(body) - set(fields))
     if extra:
-        raise ActionError(422, f"{str(extra[0])[:40]}: unknown field; send {', '.join(fields)}")
+        raise ActionError(
+            "invalid", f"{str(extra[0])[:40]}: unknown field; send {', '.join(fields)}"
+        )
     if survey.enrollment != "invite":
         raise ActionError(
-            409, f"survey {survey_id!r} is open to everyone; answer it without an invitation"
+            "conflict", f"survey {survey_id!r} is open to everyone; answer it without an invitation"
         )
     if record.closed or survey.is_closed():
-        raise ActionError(409, f"survey {survey_id!r} is closed; it no longer enrolls anyone")
+        raise ActionError(
+            "conflict", f"survey {survey_id!r} is closed; it no longer enrolls anyone"
+        )
     public_key, code = body["public_key"], body["invitation"]
     proof = enrollment_proof(survey, public_key, code)
     if not signing.verify(public_key, body["signature"], proof):
         raise ActionError(
-            422,
+            "invalid",
             "signature: does not verify; sign the canonical JSON of purpose, survey, survey_hash, "
             "public_key and invitation with the key being enrolled",
         )
@@ -236,31 +261,27 @@ def enroll(store: Store, survey_id: str, body: object, *, cache: SurveyCache | N
     )
     if outcome == "unknown-code":
         raise ActionError(
-            403, "invitation: not a valid invitation code for this survey; check the code"
+            "forbidden", "invitation: not a valid invitation code for this survey; check the code"
         )
     if outcome == "used-code":
         raise ActionError(
-            409, "invitation: this code was already used; each code enrolls one device"
+            "conflict", "invitation: this code was already used; each code enrolls one device"
         )
     return outcome == "enrolled"
 
 
-def results(
+def _results(
     store: Store,
-    survey_id: str,
-    *,
-    confidence: float = 0.95,
-    simultaneous: bool = False,
-    candidates: Sequence[str] = (),
-    limits: Limits = DEFAULT_LIMITS,
-    cache: SurveyCache | None = None,
+    record: SurveyRecord,
+    confidence: float,
+    simultaneous: bool,
+    candidates: Sequence[str],
+    limits: Limits,
+    cache: SurveyCache | None,
 ) -> SurveyResults:
-    """The results of a survey (a SurveyResults), from its tallies (cost independent of the number of
-    reports); `candidates` adds rows to its text questions (ActionError 422 if a sketch cannot
-    tell them apart, 413 if their decoder is over `limits`)."""
-    record = survey_or_404(store, survey_id)
+    """The results of an authorized survey, from its tallies."""
     survey = parsed(record, cache)
-    n, support = store.tallies(survey_id)
+    n, support = store.tallies(record.id)
     try:
         return results_document(
             survey,
@@ -272,15 +293,37 @@ def results(
             limits=limits,
         )
     except LimitError as exc:
-        raise ActionError(exc.status, str(exc)) from None
+        raise ActionError(exc.kind, str(exc)) from None
     except ValueError as exc:
-        raise ActionError(422, str(exc)) from None
+        raise ActionError("invalid", str(exc)) from None
+
+
+def results(
+    store: Store,
+    survey_id: str,
+    *,
+    who: Principal,
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+    candidates: Sequence[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    cache: SurveyCache | None = None,
+) -> SurveyResults:
+    """The results of a survey (a SurveyResults), from its tallies (cost independent of the number of
+    reports); `candidates` adds rows to its text questions (ActionError invalid if a sketch cannot
+    tell them apart, too-large if their decoder is over `limits`)."""
+    record = access.authorize(store, who, survey_id, "results")
+    doc = _results(store, record, confidence, simultaneous, candidates, limits, cache)
+    params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
+    audit.record(store, who, survey_id, "results", params)
+    return doc
 
 
 def results_csv(
     store: Store,
     survey_id: str,
     *,
+    who: Principal,
     confidence: float = 0.95,
     simultaneous: bool = False,
     candidates: Sequence[str] = (),
@@ -288,23 +331,21 @@ def results_csv(
     cache: SurveyCache | None = None,
 ) -> str:
     """The results as CSV, one row per option (the same results as `results`)."""
-    return results(
-        store,
-        survey_id,
-        confidence=confidence,
-        simultaneous=simultaneous,
-        candidates=candidates,
-        limits=limits,
-        cache=cache,
-    ).to_csv()
+    record = access.authorize(store, who, survey_id, "results")
+    text = _results(store, record, confidence, simultaneous, candidates, limits, cache).to_csv()
+    params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
+    audit.record(store, who, survey_id, "results.csv", params)
+    return text
 
 
-def report_lines(stores: StoreProvider, survey_id: str) -> Iterator[str]:
+def report_lines(stores: StoreProvider, survey_id: str, *, who: Principal) -> Iterator[str]:
     """Every stored noisy report of a survey, one JSON object a line, streamed (memory flat in
-    their number). The survey is checked now (ActionError 404); the lines are read later from
-    a store of their own, so they may be sent after the request that asked for them is gone."""
+    their number). The rule is checked and the export logged now (ActionError not-found or
+    forbidden); the lines are read later from a store of their own, so they may be sent after
+    the request that asked for them is gone."""
     with stores.borrowed() as store:
-        survey_or_404(store, survey_id)
+        access.authorize(store, who, survey_id, "export")
+        audit.record(store, who, survey_id, "reports.jsonl")
 
     def lines() -> Iterator[str]:
         with stores.borrowed() as store:
@@ -316,12 +357,12 @@ def report_lines(stores: StoreProvider, survey_id: str) -> Iterator[str]:
 
 def _analysed(run: Callable[[], T]) -> T:
     """Run an analysis on stored reports: a question the survey lacks, one of the wrong kind or
-    too few reports is ActionError 422 (the survey exists: 404 would say it does not) saying
-    what to ask instead; a request over a limit answers the status its LimitError carries."""
+    too few reports is ActionError invalid (the survey exists: not-found would say it does not) saying
+    what to ask instead; a request over a limit keeps the kind its LimitError carries."""
     try:
         return run()
     except (AnalysisError, ReportError) as exc:
-        raise ActionError(getattr(exc, "status", 422), str(exc)) from None
+        raise ActionError(getattr(exc, "kind", "invalid"), str(exc)) from None
 
 
 def breakdown(
@@ -330,15 +371,19 @@ def breakdown(
     question: str,
     by: str,
     *,
+    who: Principal,
     confidence: float = 0.95,
     cache: SurveyCache | None = None,
 ) -> Breakdown:
     """A randomized question's results within each group of a plain question (stored reports)."""
-    survey = parsed(survey_or_404(store, survey_id), cache)
+    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
     answers = StoredAnswers(store, survey_id)
-    return _analysed(
+    doc = _analysed(
         lambda: stats.breakdown(survey, answers, question, by, confidence, verify=False)
     )
+    params = {"question": question, "by": by, "confidence": confidence}
+    audit.record(store, who, survey_id, "breakdown", params)
+    return doc
 
 
 def crosstab(
@@ -347,15 +392,19 @@ def crosstab(
     first: str,
     second: str,
     *,
+    who: Principal,
     confidence: float = 0.95,
     cache: SurveyCache | None = None,
 ) -> Crosstab:
     """The joint distribution of two questions (stored reports)."""
-    survey = parsed(survey_or_404(store, survey_id), cache)
+    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
     answers = StoredAnswers(store, survey_id)
-    return _analysed(
+    doc = _analysed(
         lambda: stats.crosstab(survey, answers, first, second, confidence, verify=False)
     )
+    params = {"first": first, "second": second, "confidence": confidence}
+    audit.record(store, who, survey_id, "crosstab", params)
+    return doc
 
 
 def regression(
@@ -363,14 +412,18 @@ def regression(
     survey_id: str,
     formula: str,
     *,
+    who: Principal,
     confidence: float = 0.95,
     limits: Limits = DEFAULT_LIMITS,
     cache: SurveyCache | None = None,
 ) -> RegressionResults:
     """Fit `outcome ~ covariates` on the stored reports; the formula is data, checked against
     the grammar of stats/formula.py, and the model against `limits`."""
-    survey = parsed(survey_or_404(store, survey_id), cache)
+    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
     answers = StoredAnswers(store, survey_id)
-    return _analysed(
+    doc = _analysed(
         lambda: stats.regress(survey, answers, formula, confidence, verify=False, limits=limits)
     )
+    params = {"formula": formula, "confidence": confidence}
+    audit.record(store, who, survey_id, "regression", params)
+    return doc

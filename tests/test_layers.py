@@ -9,8 +9,11 @@ whether or not the code path runs. The rules, by layer (docs/architecture.md):
 - `deniable.aggregator.stats` is pure computation: no Flask, no database, no HTTP, no client,
   no storage and no edge;
 - `deniable.aggregator.store` is storage alone: no Flask, no statistics, no edge;
-- `ingest`, `surveys` and `params` know no Flask and no HTTP edge;
-- `web` and `cli` are the edges: they may import anything.
+- `ingest`, `surveys`, `params`, `refusals`, `access`, `audit` and `accounts` (the services
+  and the one rule of who may do what) know no Flask and no HTTP edge;
+- `web` and `cli` are the edges: they may import anything;
+- below the edges a refusal says what kind it is; only `web/statuses.py` maps kinds to HTTP
+  statuses.
 """
 
 from __future__ import annotations
@@ -58,6 +61,10 @@ RULES: dict[str, tuple[str, ...]] = {
     "deniable.aggregator.ingest": (*FLASK, *HTTP, "deniable.client", *EDGES),
     "deniable.aggregator.surveys": (*FLASK, *HTTP, "deniable.client", *EDGES),
     "deniable.aggregator.params": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.refusals": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.access": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.audit": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.accounts": (*FLASK, *HTTP, "deniable.client", *EDGES),
 }
 
 
@@ -164,3 +171,72 @@ def test_the_edges_and_allowed_imports_pass() -> None:
     assert not violations("deniable.aggregator.stats.x", {"numpy", "deniable.shared.survey"})
     assert not violations("deniable.aggregator.store.x", {"deniable.shared.report"})
     assert not violations("deniable.aggregator.statsx", {"flask"})  # a prefix is not a package
+
+
+#: Layers below the edges: they say why something was refused (a kind), never an HTTP status.
+BELOW_THE_EDGES = tuple(layer for layer in RULES if under(layer, "deniable.aggregator"))
+
+
+def http_statuses(source: str) -> list[str]:
+    """What in `source` speaks HTTP statuses: an import of http, a `status` keyword or attribute
+    set, an error raised with a 1xx-5xx number."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names]
+            found += [f"imports {name}" for name in names if name == "http" or "HTTPStatus" in name]
+        elif isinstance(node, ast.keyword) and node.arg == "status":
+            found.append("passes status=")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "status"
+            and isinstance(node.ctx, ast.Store)
+        ):
+            found.append("sets .status")
+        elif isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            callee = node.func.id if isinstance(node.func, ast.Name) else callee
+            numbers = [
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and type(a.value) is int and 100 <= a.value < 600
+            ]
+            if callee.endswith("Error") and numbers:
+                found.append(f"raises {callee}({numbers[0]}, ...)")
+    return found
+
+
+def test_only_the_web_layer_knows_http_statuses() -> None:
+    """ingest, surveys, params, stats and store say what kind a refusal is; web/statuses.py
+    alone turns kinds into statuses."""
+    problems = []
+    for path in sources():
+        module = module_name(path)
+        if any(under(module, layer) for layer in BELOW_THE_EDGES):
+            problems += [f"{module} {what}" for what in http_statuses(path.read_text("utf-8"))]
+    assert not problems, "HTTP statuses below the web layer:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from http import HTTPStatus\n",
+        "raise ActionError(404, 'no such survey')\n",
+        "check(1, 2, 'x', 'y', status=413)\n",
+        "class E(Exception):\n    def __init__(self):\n        self.status = 422\n",
+    ],
+)
+def test_an_http_status_below_the_edges_is_found(source: str) -> None:
+    assert http_statuses(source)
+
+
+def test_every_refusal_has_one_status() -> None:
+    """Each kind of refusal (surveys.Refusal, limits.LimitKind) maps to exactly one status."""
+    from typing import get_args
+
+    from deniable.aggregator.stats.limits import LimitKind
+    from deniable.aggregator.surveys import Refusal
+    from deniable.aggregator.web.statuses import REFUSAL_STATUS
+
+    assert set(REFUSAL_STATUS) == set(get_args(Refusal)) >= set(get_args(LimitKind))

@@ -1,6 +1,7 @@
 """`deniable-aggregator`, the operator's and researcher's command line: serving and survey
-commands (core), maintenance (verify, purge, backup, migrate-store) and research (plan,
-simulate; simulate_http posts the simulated reports).
+commands (core), accounts (account, token, grant, revoke, audit), maintenance (verify, purge,
+backup, migrate-store) and research (plan, simulate; simulate_http posts the simulated
+reports).
 
 Commands are thin: they parse options, call the store, ingestion or statistics, and turn library
 errors into one line on stderr.

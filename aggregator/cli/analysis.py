@@ -14,6 +14,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from deniable.aggregator import stats, surveys
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.params import parse_confidence
 from deniable.aggregator.stats.analyze import as_survey
@@ -130,7 +131,7 @@ def breakdown_command(survey_id: str, question: str, by: str, **options: Any) ->
     else:
         store = existing_store(survey_id)
         doc = surveys.breakdown(
-            store, survey_id, question, by, confidence=level, cache=survey_cache()
+            store, survey_id, question, by, confidence=level, cache=survey_cache(), who=OPERATOR
         )
     _print(doc, options["as_json"])
 
@@ -153,7 +154,7 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
     else:
         store = existing_store(survey_id)
         doc = surveys.crosstab(
-            store, survey_id, first, second, confidence=level, cache=survey_cache()
+            store, survey_id, first, second, confidence=level, cache=survey_cache(), who=OPERATOR
         )
     _print(doc, options["as_json"])
 
@@ -178,7 +179,13 @@ def regress_command(survey_id: str, formula: str, **options: Any) -> None:
     else:
         store = existing_store(survey_id)
         doc = surveys.regression(
-            store, survey_id, formula, confidence=level, limits=limits, cache=survey_cache()
+            store,
+            survey_id,
+            formula,
+            confidence=level,
+            limits=limits,
+            cache=survey_cache(),
+            who=OPERATOR,
         )
     if options["as_json"] or doc.converged:
         _print(doc, options["as_json"])

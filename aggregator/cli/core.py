@@ -17,7 +17,9 @@ import click
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from deniable.aggregator import credentials, demo, surveys
+from deniable.aggregator import accounts, demo, surveys
+from deniable.aggregator.access import OPERATOR
+from deniable.aggregator.cli import accounts as account_commands
 from deniable.aggregator.cli import analysis, maintenance, research
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.params import parse_candidates, parse_confidence
@@ -84,9 +86,9 @@ def init_db_command() -> None:
 )
 @friendly
 def create_token_command(name: str) -> None:
-    """Make a researcher token and print it (alone); only its hash is stored."""
-    token = credentials.new_token()
-    get_store().add_token(credentials.digest(token), name, surveys.utc_now())
+    """Make an admin token of the admin account NAME (made if absent) and print it, alone;
+    only its hash is stored. `token create ACCOUNT` makes narrower ones."""
+    token, _ = accounts.admin_token(get_store(), OPERATOR, name)
     click.echo(token)
 
 
@@ -94,18 +96,22 @@ def create_token_command(name: str) -> None:
 @click.argument("name")
 @friendly
 def revoke_token_command(name: str) -> None:
-    """Remove the researcher tokens made with --name NAME; their dashboard sessions end."""
-    removed = existing_store().remove_tokens(name)
-    if not removed:
-        raise CLIError(f"no token named {name!r}; `create-token --name` gave each its name")
+    """Revoke the tokens made with `create-token --name NAME`; their dashboard sessions end
+    (`token revoke ID` revokes one token)."""
+    removed = accounts.revoke_named(existing_store(), OPERATOR, name)
     click.echo(f"revoked {removed} token(s) named {name!r}")
 
 
 @cli.command("create-survey")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--owner", default=None, metavar="ACCOUNT", help="Make this account an owner of the survey."
+)
 @friendly
-def create_survey_command(file: Path) -> None:
+def create_survey_command(file: Path, owner: str | None) -> None:
     """Create a survey from a JSON document and print its id."""
+    if owner is not None and get_store().get_account(owner) is None:
+        raise CLIError(f"no account {owner!r}; `deniable-aggregator account create` makes one")
     try:
         doc = parse_json(file.read_bytes())
     except JSONTextError as exc:
@@ -115,9 +121,13 @@ def create_survey_command(file: Path) -> None:
     except OSError as exc:
         raise CLIError(f"{file}: {exc.strerror}") from None
     try:
-        record, _ = surveys.create_survey(get_store(), doc, Limits.from_config(current_app.config))
+        record, _ = surveys.create_survey(
+            get_store(), doc, Limits.from_config(current_app.config), who=OPERATOR
+        )
     except SurveyError as exc:
         raise CLIError(f"{file}: {exc}") from None
+    if owner is not None:
+        accounts.grant(get_store(), OPERATOR, record.id, owner, "owner")
     click.echo(record.id)
 
 
@@ -128,7 +138,9 @@ def create_survey_command(file: Path) -> None:
 def invite_command(survey: str, count: int) -> None:
     """Make COUNT single-use invitation codes for an invite-only survey, one per line."""
     store = existing_store(survey)
-    for code in surveys.invite(store, survey, count, limit=sys.maxsize, cache=survey_cache()):
+    for code in surveys.invite(
+        store, survey, count, limit=sys.maxsize, cache=survey_cache(), who=OPERATOR
+    ):
         click.echo(code)
 
 
@@ -137,7 +149,7 @@ def invite_command(survey: str, count: int) -> None:
 @friendly
 def close_command(survey: str) -> None:
     """Stop accepting reports for a survey."""
-    record = surveys.close_survey(existing_store(survey), survey)
+    record = surveys.close_survey(existing_store(survey), survey, who=OPERATOR)
     click.echo(f"{record.id} closed at {record.closed_at} with {record.report_count} reports")
 
 
@@ -171,6 +183,7 @@ def results_command(
         "candidates": parse_candidates(candidates),
         "limits": Limits.from_config(current_app.config),
         "cache": survey_cache(),
+        "who": OPERATOR,
     }
     if as_csv:
         click.echo(surveys.results_csv(existing_store(survey), survey, **options), nl=False)
@@ -195,12 +208,14 @@ def results_command(
 @click.option("--no-serve", is_flag=True, help="Prepare the demo data and exit.")
 @friendly
 def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None:
-    """Serve an example survey answered by simulated respondents, and print a token.
+    """Serve example surveys answered by simulated respondents; print an admin token and an
+    analyst's.
 
     The respondents go through the real client's HTTP layer to this very server: each signs
     its randomized report with a fresh key and the reports are posted in batches."""
     store = get_store()
-    records = [surveys.create_survey(store, doc)[0] for doc in demo.demo_survey_docs()]
+    docs = demo.demo_survey_docs()
+    records = [surveys.create_survey(store, doc, who=OPERATOR)[0] for doc in docs]
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     server = bind(app, host, port)
     url = f"http://{host}:{server.port}"
@@ -216,19 +231,19 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
                 sent = demo.fill_over_http(url, record.id, respondents)
                 if sent.failed:
                     raise DeniableError(sent.failure_text())
-        token = credentials.new_token()
-        store.add_token(credentials.digest(token), "demo", surveys.utc_now())
+        token, analyst = demo.demo_tokens(store, [record.id for record in records])
         for record in records:
             n = store.get_survey(record.id).report_count  # type: ignore[union-attr]
             click.echo(
                 f"survey:  {record.id} ({n} reports; data in {current_app.config['DATA_DIR']})"
             )
-        click.echo(f"token:   {token}")
+        click.echo(f"admin token:   {token}")
+        click.echo(f"analyst token: {analyst}   (reads the demo surveys, changes nothing)")
         click.echo(
             f"results: curl -H 'Authorization: Bearer {token}' "
             f"{url}/api/v1/surveys/{records[0].id}/results"
         )
-        click.echo(f"url:     {url}/   (dashboard: log in with the token above)")
+        click.echo(f"url:     {url}/   (dashboard: log in with either token)")
         if not no_serve:
             while worker.is_alive():
                 worker.join(0.5)
@@ -238,6 +253,8 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
 
 
 cli.add_command(research.plan_command)
+for _command in account_commands.COMMANDS:
+    cli.add_command(_command)
 for _command in maintenance.COMMANDS:
     cli.add_command(_command)
 cli.add_command(research.simulate_command)

@@ -1,5 +1,5 @@
-"""Operator commands of `deniable-aggregator`: verify (and repair) tallies, purge, backup, and
-migrate-store (SQLite into PostgreSQL)."""
+"""Operator commands of `deniable-aggregator`: verify (and repair) tallies, purge (reports and
+the audit log), backup, and migrate-store (SQLite into PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from deniable.aggregator import accounts
 from deniable.aggregator.cli.errors import friendly
 from deniable.aggregator.stats.analyze import tally
 from deniable.aggregator.store import recount
@@ -53,17 +54,32 @@ def verify_command(survey: str, repair: bool) -> None:
     default=None,
     help="Delete report bodies received more than DAYS days ago (default DENIABLE_RETENTION_DAYS).",
 )
+@click.option(
+    "--audit-days",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="Delete audit log entries older than this (default DENIABLE_AUDIT_RETENTION_DAYS).",
+)
 @with_appcontext
 @friendly
-def purge_command(days: int | None) -> None:
-    """Delete old raw reports (retention); tallies and n are kept."""
+def purge_command(days: int | None, audit_days: int | None) -> None:
+    """Delete old raw reports and old audit log entries (retention); tallies and n are kept."""
     days = days or current_app.config.get("RETENTION_DAYS")
-    if not days:
-        raise DeniableError("give --days N or set DENIABLE_RETENTION_DAYS")
-    purged = recount.purge(existing_store(), days, tally)
-    for survey, n in purged.items():
-        click.echo(f"{survey}: purged {n} report(s)")
-    click.echo(f"purged {sum(purged.values())} report(s) received over {days} day(s) ago")
+    audit_days = audit_days or current_app.config.get("AUDIT_RETENTION_DAYS")
+    if not days and not audit_days:
+        raise DeniableError(
+            "give --days N or set DENIABLE_RETENTION_DAYS (reports), or --audit-days N or "
+            "DENIABLE_AUDIT_RETENTION_DAYS (the audit log)"
+        )
+    store = existing_store()
+    if days:
+        purged = recount.purge(store, days, tally)
+        for survey, n in purged.items():
+            click.echo(f"{survey}: purged {n} report(s)")
+        click.echo(f"purged {sum(purged.values())} report(s) received over {days} day(s) ago")
+    if audit_days:
+        entries = accounts.purge_audit(store, audit_days)
+        click.echo(f"purged {entries} audit log entries over {audit_days} day(s) old")
 
 
 @click.command("backup")

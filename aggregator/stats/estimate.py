@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
+from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitKind, Limits, check
 from deniable.aggregator.stats.results import CSV_COLUMNS as CSV_COLUMNS
 from deniable.aggregator.stats.results import SurveyResults
 from deniable.aggregator.stats.sketch_estimate import (
@@ -103,20 +103,20 @@ def text_candidates(question: Question, extra: Sequence[str] = ()) -> tuple[str,
     return (*own, *(c for c in extra if c not in own))
 
 
-#: The status of a results request whose candidates need a decoder over the limit. 413, not
-#: 422: the candidates are valid (with fewer of them, or a higher limit, the same request
+#: The kind of a results request whose candidates need a decoder over the limit: too large (413),
+#: not invalid (422): the candidates are valid (with fewer of them, or a higher limit, the same request
 #: works), the request is only larger than this aggregator is set to decode, and the fix is
 #: to send a smaller one. 422 stays for candidates no request size makes decodable (a sketch
 #: that cannot tell them apart). A new survey over the same limit is a 422 (SurveyError): the
 #: document itself must change.
-DECODER_LIMIT_STATUS = 413
+DECODER_LIMIT_KIND: LimitKind = "too-large"
 
 
 def check_decoder(
     question: Question,
     count: int,
     limits: Limits = DEFAULT_LIMITS,
-    status: int = DECODER_LIMIT_STATUS,
+    kind: LimitKind = DECODER_LIMIT_KIND,
 ) -> None:
     """LimitError unless `count` candidates of this text question fit max_decoder_cells;
     checked before any decoder is built."""
@@ -128,7 +128,7 @@ def check_decoder(
         "max_decoder_cells",
         f"{question.id}: {count:,} candidates on a sketch of {sketch.slots:,} counters need a "
         f"decoder of {cells:,} cells (candidates x (counters + candidates))",
-        status,
+        kind,
     )
 
 
@@ -136,7 +136,7 @@ def check_decoders(
     survey: Survey,
     extra: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
-    status: int = DECODER_LIMIT_STATUS,
+    kind: LimitKind = DECODER_LIMIT_KIND,
 ) -> None:
     """LimitError unless the decoders of every text question of the survey (its own candidates
     and `extra`) fit max_decoder_cells together: one request builds all of them, so the limit
@@ -145,7 +145,7 @@ def check_decoders(
     for question in survey.questions.values():
         if question.kind.rows == "candidates":
             count = len(text_candidates(question, extra))
-            check_decoder(question, count, limits, status)
+            check_decoder(question, count, limits, kind)
             cells += decoder_cells(question.randomizer, count)
     check(
         cells,
@@ -153,7 +153,7 @@ def check_decoders(
         "max_decoder_cells",
         f"the survey's text questions need decoders of {cells:,} cells in all (candidates x "
         "(counters + candidates), summed over its text questions)",
-        status,
+        kind,
     )
 
 
@@ -497,7 +497,7 @@ def results_document(
 
     `candidates` (normalized) adds rows to every text question beside its own candidates;
     every text question's decoder is checked against `limits` before any is built (LimitError,
-    status 413).
+    kind too-large).
 
     `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no").
     With `simultaneous`, intervals use a Bonferroni level over the question's free estimates:

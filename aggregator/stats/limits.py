@@ -3,25 +3,30 @@
 Every analysis and every new survey is bounded so that, at the defaults, no single request
 needs more than about 1 GB (docs/security.md measures each). A request over a limit is refused
 with a `LimitError` that names the limit and the setting that raises it; the web layer answers
-it with 413 or 422, the CLI with exit 1, Python with the exception.
+it with 413 or 422 by its kind, the CLI with exit 1, Python with the exception.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from deniable.aggregator.stats.errors import AnalysisError
 
+#: What a request over a limit is: "too-large" when the same request, smaller, would work (fewer
+#: candidates, a higher limit); "invalid" when the input itself must change (a new survey).
+LimitKind = Literal["too-large", "invalid"]
+
 
 class LimitError(AnalysisError):
-    """A request asks for more than a documented limit allows; `setting` names the knob."""
+    """A request asks for more than a documented limit allows; `setting` names the knob and
+    `kind` says whether a smaller request would do (the web layer maps it to 413 or 422)."""
 
-    def __init__(self, message: str, setting: str, status: int = 422):
+    def __init__(self, message: str, setting: str, kind: LimitKind = "invalid"):
         super().__init__(message)
         self.setting = setting
-        self.status = status
+        self.kind: LimitKind = kind
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ DEFAULT_LIMITS = Limits()
 SETTING_OF = {f.name: "DENIABLE_" + f.name.upper() for f in fields(Limits)}
 
 
-def check(value: int, limit: int, name: str, what: str, status: int = 422) -> None:
+def check(value: int, limit: int, name: str, what: str, kind: LimitKind = "invalid") -> None:
     """Refuse `what` (a sentence head, e.g. "the model has 250 columns") if value > limit."""
     if value > limit:
         setting = SETTING_OF[name]
@@ -64,5 +69,5 @@ def check(value: int, limit: int, name: str, what: str, status: int = 422) -> No
             f"{what}, over the limit of {limit:,} ({setting}); ask for less, or raise "
             f"{setting} on the aggregator",
             setting,
-            status,
+            kind,
         )

@@ -8,21 +8,33 @@ Everything that knows SQL lives here; the rest of the aggregator sees only `Stor
 
 from deniable.aggregator.store.base import (
     PURGED_BODY,
+    Account,
+    AuditEntry,
     BodyCounter,
     EnrollOutcome,
+    Grant,
+    LastOwnerError,
     NewReport,
     Recount,
+    Role,
     Store,
     StoredReport,
     StoreError,
     StoreOutcome,
     SurveyRecord,
+    TokenRecord,
     open_store,
     resend_outcome,
 )
 
 __all__ = [
     "PURGED_BODY",
+    "Account",
+    "AuditEntry",
+    "Grant",
+    "LastOwnerError",
+    "Role",
+    "TokenRecord",
     "EnrollOutcome",
     "BodyCounter",
     "NewReport",

@@ -21,6 +21,11 @@ class StoreError(DeniableError):
     """The database cannot be used (unreachable, newer schema, unsupported URL...)."""
 
 
+class LastOwnerError(ValueError):
+    """A role change refused because it would leave the survey without an owner (checked in
+    the transaction that makes it, so two owners removing each other cannot both succeed)."""
+
+
 @dataclass(frozen=True)
 class SurveyRecord:
     """A stored survey: its resolved form and hash, and the aggregator's state about it."""
@@ -41,6 +46,84 @@ class SurveyRecord:
     def closed(self) -> bool:
         """Whether the survey was closed by hand (closes_at is the Survey's business)."""
         return self.closed_at is not None
+
+
+#: The account a token of no name belongs to when a database is upgraded to accounts
+#: (`create-token`'s default name).
+UNNAMED = "researcher"
+
+#: A researcher's role on one survey (admins need none: they see every survey).
+Role = Literal["owner", "analyst"]
+
+
+@dataclass(frozen=True)
+class Account:
+    """A researcher (or a team): tokens belong to it, roles on surveys are granted to it."""
+
+    id: int
+    name: str
+    admin: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A stored researcher token (never the token itself: only its sha256 is stored).
+
+    `id` is public (the first 12 hex digits of that sha256): lists, revocation and the audit
+    log name a token by it. `surveys` narrows what the account may see to those surveys
+    (None: no narrowing); `read_only` drops every action that changes something."""
+
+    id: str
+    account: str
+    account_id: int
+    admin: bool
+    name: str
+    created_at: str
+    expires_at: str | None
+    read_only: bool
+    surveys: tuple[str, ...] | None
+    revoked_at: str | None
+
+    def live(self, now: str) -> bool:
+        """Not revoked and not expired at `now` (times compare as text)."""
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An account's role on a survey."""
+
+    survey_id: str
+    account: str
+    account_id: int
+    role: Role
+    granted_at: str
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One researcher action on the audit log: who (account and token id, never the token),
+    which survey (None for account-wide actions), what, with which parameters (never a
+    report's content). `time` as format_timestamp writes it."""
+
+    time: str
+    account: str
+    token_id: str | None
+    survey: str | None
+    action: str
+    params: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of one line of `deniable-aggregator audit --json`."""
+        return {
+            "time": self.time,
+            "account": self.account,
+            "token_id": self.token_id,
+            "survey": self.survey,
+            "action": self.action,
+            "params": dict(self.params),
+        }
 
 
 class NewReport(NamedTuple):
@@ -128,9 +211,11 @@ class Store(ABC):
         survey_hash: str,
         questions: Mapping[str, int],
         now: str,
+        owner: int | None = None,
     ) -> bool:
-        """Store a new survey with zero tallies (questions: id -> option count, in order);
-        False when the id is taken."""
+        """Store a new survey with zero tallies (questions: id -> option count, in order) and,
+        in the same transaction, the `owner` account's owner role on it; False when the id is
+        taken (nothing changes then)."""
 
     @abstractmethod
     def get_survey(self, survey_id: str) -> SurveyRecord | None:
@@ -192,19 +277,103 @@ class Store(ABC):
         their counts to the survey's purged totals (tallies and n stay as they are); the random
         report_id and public_key stay, so a resent report is never counted twice. How many."""
 
-    # researchers
+    # researchers: accounts and their tokens
     @abstractmethod
-    def add_token(self, token_hash: str, name: str, now: str) -> None:
-        """Remember a researcher token by its hash."""
+    def create_account(self, name: str, admin: bool, now: str) -> Account | None:
+        """A new account; None when the name is taken."""
 
     @abstractmethod
-    def token_hashes(self) -> list[str]:
-        """The hashes of every researcher token."""
+    def get_account(self, name: str) -> Account | None:
+        """The account of this name."""
 
     @abstractmethod
-    def remove_tokens(self, name: str) -> int:
-        """Forget every researcher token made with this name, and end the dashboard sessions
-        opened with them in the same transaction; how many tokens there were."""
+    def list_accounts(self) -> list[Account]:
+        """Every account, by name."""
+
+    @abstractmethod
+    def add_token(
+        self,
+        token_hash: str,
+        account_id: int,
+        name: str,
+        now: str,
+        *,
+        expires_at: str | None = None,
+        read_only: bool = False,
+        surveys: Sequence[str] | None = None,
+    ) -> TokenRecord:
+        """Remember a researcher token of the account by its hash (its id is the hash's first
+        12 hex digits)."""
+
+    @abstractmethod
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        """The stored token with this hash (live or not: the caller checks `live`)."""
+
+    @abstractmethod
+    def list_tokens(self, account_id: int | None = None) -> list[TokenRecord]:
+        """Every token (of one account), revoked and expired ones too, oldest first."""
+
+    @abstractmethod
+    def revoke_token(self, token_id: str, now: str) -> TokenRecord | None:
+        """Mark the token revoked (kept for the audit log's sake) and delete the dashboard
+        sessions opened with it, in one transaction; None when no token has this id. Revoking
+        twice keeps the first time."""
+
+    @abstractmethod
+    def remove_tokens(self, name: str, now: str | None = None) -> int:
+        """Revoke every token made with this name that is live at `now` (default: the present;
+        `revoke-token --name`), ending their dashboard sessions in the same transaction; how
+        many there were."""
+
+    def add_admin_token(self, token_hash: str, name: str, now: str) -> TokenRecord:
+        """A token labelled `name` of the admin account `name`, made if absent (what
+        `create-token` and the tests' fixtures use); ValueError when an account of that name
+        exists and is not an admin (its tokens must not become admin tokens)."""
+        account = self.get_account(name) or self.create_account(name, True, now)
+        account = account or self.get_account(name)  # made meanwhile by another process
+        if account is None:
+            raise StoreError(f"the account {name!r} could neither be made nor found")
+        if not account.admin:
+            raise ValueError(
+                f"the account {name!r} is not an admin; name another account, or make tokens "
+                f"of {name!r} with `deniable-aggregator token create {name}`"
+            )
+        return self.add_token(token_hash, account.id, name, now)
+
+    # roles on surveys
+    @abstractmethod
+    def grant(self, survey_id: str, account_id: int, role: Role, now: str) -> None:
+        """Give the account this role on the survey (replacing the role it had);
+        LastOwnerError, and nothing changed, if that demotes the survey's last owner."""
+
+    @abstractmethod
+    def revoke_grant(self, survey_id: str, account_id: int) -> bool:
+        """Take the account's role on the survey away; False if it had none; LastOwnerError,
+        and nothing changed, if it is the survey's last owner."""
+
+    @abstractmethod
+    def grants(self, survey_id: str) -> list[Grant]:
+        """Who has which role on the survey, by account name."""
+
+    @abstractmethod
+    def roles_of(self, account_id: int) -> dict[str, Role]:
+        """Survey id -> the account's role on it."""
+
+    # the audit log: appended to, read, and purged past its retention, never changed
+    @abstractmethod
+    def append_audit(self, entry: AuditEntry) -> None:
+        """Add one entry at the end of the log."""
+
+    @abstractmethod
+    def iter_audit(
+        self, *, survey: str | None = None, since: str | None = None
+    ) -> Iterator[AuditEntry]:
+        """The log's entries in the order they were appended (of one survey; at or after
+        `since`), streamed."""
+
+    @abstractmethod
+    def purge_audit(self, before: str) -> int:
+        """Delete the entries older than `before` (DENIABLE_AUDIT_RETENTION_DAYS); how many."""
 
     # dashboard sessions (times as format_timestamp writes them, so they compare as text)
     @abstractmethod
@@ -212,12 +381,14 @@ class Store(ABC):
         self, session_hash: str, token_hash: str, created_at: str, expires_at: str
     ) -> bool:
         """Store a dashboard session by the sha256 of its random id, tied to the token that
-        opened it; False (nothing stored) when that token is gone. Purges expired sessions."""
+        opened it; False (nothing stored) when that token is gone, revoked or expired at
+        `created_at`. Purges expired sessions."""
 
     @abstractmethod
     def session_token(self, session_hash: str, now: str, *, opened_after: str) -> str | None:
-        """The token hash of a live session: known, its token still stored, not expired at
-        `now` and opened after `opened_after`; else None (and a dead session is deleted)."""
+        """The token hash of a live session: known, its token stored, not revoked and not
+        expired at `now`, the session not expired at `now` and opened after `opened_after`;
+        else None (and a dead session is deleted)."""
 
     @abstractmethod
     def end_session(self, session_hash: str, now: str) -> None:

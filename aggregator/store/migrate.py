@@ -1,6 +1,7 @@
 """Copy an SQLite deployment into PostgreSQL (`deniable-aggregator migrate-store --to URL`).
 
-Every table is read in one SQLite read transaction and written in one PostgreSQL transaction
+Every table (surveys, reports and tallies; accounts, tokens, roles and the audit log;
+invitations and enrollments) is read in one SQLite read transaction and written in one PostgreSQL transaction
 (COPY), so the copy is of one moment and lands whole or not at all. The target must be empty:
 copying into a database that already holds surveys or reports could count a report twice.
 After the copy, each survey is checked by recounting its tallies from the copied reports
@@ -30,10 +31,30 @@ COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tallies", ("survey_id", "question_id", "option_index", "support")),
     ("purged_tallies", ("survey_id", "question_id", "option_index", "support")),
     ("reports", ("seq", "report_id", "survey_id", "public_key", "body", "received_hour")),
-    ("tokens", ("hash", "name", "created_at")),
+    ("accounts", ("id", "name", "admin", "created_at")),
+    (
+        "tokens",
+        (
+            "id",
+            "hash",
+            "account_id",
+            "name",
+            "created_at",
+            "expires_at",
+            "read_only",
+            "surveys",
+            "revoked_at",
+        ),
+    ),
+    ("grants", ("survey_id", "account_id", "role", "granted_at")),
+    ("audit", ("seq", "time", "account", "token_id", "survey", "action", "params")),
     ("invitations", ("hash", "survey_id", "used", "created_at")),
     ("enrollments", ("survey_id", "public_key")),
 )
+
+#: The copied columns PostgreSQL numbers itself (identity columns): each sequence is moved
+#: past the copied numbers.
+SEQUENCES: tuple[tuple[str, str], ...] = (("reports", "seq"), ("accounts", "id"), ("audit", "seq"))
 
 
 @dataclass(frozen=True)
@@ -69,11 +90,13 @@ def _copy(source: SQLiteStore, target: PostgresStore, where: str) -> dict[str, i
     rows: dict[str, int] = {}
     with target._tx() as conn:
         held = conn.execute(
-            "SELECT (SELECT count(*) FROM surveys) + (SELECT count(*) FROM tokens)"
+            "SELECT (SELECT count(*) FROM surveys) + (SELECT count(*) FROM tokens) "
+            "+ (SELECT count(*) FROM accounts) + (SELECT count(*) FROM audit)"
         ).fetchone()[0]
         if held:
             raise StoreError(
-                f"{where} already holds surveys or tokens; migrate into an empty database "
+                f"{where} already holds surveys, accounts, tokens or an audit log; migrate "
+                "into an empty database "
                 "(nothing was copied)"
             )
         source.conn.execute("BEGIN")
@@ -88,10 +111,11 @@ def _copy(source: SQLiteStore, target: PostgresStore, where: str) -> dict[str, i
                 rows[table] = count
         finally:
             source.conn.execute("COMMIT")
-        conn.execute(
-            "SELECT setval(pg_get_serial_sequence('reports', 'seq'), "
-            "(SELECT coalesce(max(seq), 0) + 1 FROM reports), false)"
-        )
+        for table, column in SEQUENCES:  # the next row made there gets a new number
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT coalesce(max({column}), 0) + 1 FROM {table}), false)"
+            )
     return rows
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from deniable.aggregator.store.base import (
+    UNNAMED,
     NewReport,
     StoreError,
     StoreOutcome,
@@ -158,8 +159,66 @@ def _schema_3(db: Database) -> None:
     db["sessions"].create_index(["expires_at"], index_name="sessions_by_expiry")
 
 
+#: Accounts, tokens with an id, an owner and limits, roles on surveys and the audit log
+#: (docs/accounts.md). An upgraded database gets one admin account per distinct token name,
+#: each token becoming that account's token, unlimited: everyone keeps what they could do, and
+#: sessions (tied to token hashes, which stay) keep working.
+_SCHEMA_4 = (
+    """CREATE TABLE accounts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        admin INTEGER NOT NULL,
+        created_at TEXT NOT NULL)""",
+    f"""INSERT INTO accounts (name, admin, created_at)
+        SELECT coalesce(nullif(name, ''), '{UNNAMED}'), 1,
+               coalesce(min(created_at), strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+          FROM tokens GROUP BY 1 ORDER BY 3, 1""",
+    """CREATE TABLE tokens_4 (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        name TEXT,
+        created_at TEXT,
+        expires_at TEXT,
+        read_only INTEGER NOT NULL DEFAULT 0,
+        surveys TEXT,
+        revoked_at TEXT)""",
+    f"""INSERT INTO tokens_4 (id, hash, account_id, name, created_at, read_only)
+        SELECT substr(t.hash, 1, 12), t.hash, a.id, a.name, t.created_at, 0
+          FROM tokens t JOIN accounts a ON a.name = coalesce(nullif(t.name, ''), '{UNNAMED}')""",
+    "DROP TABLE tokens",
+    "ALTER TABLE tokens_4 RENAME TO tokens",
+    "CREATE INDEX tokens_by_account ON tokens (account_id)",
+    "CREATE INDEX tokens_by_name ON tokens (name)",
+    """CREATE TABLE grants (
+        survey_id TEXT NOT NULL REFERENCES surveys (id),
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        role TEXT NOT NULL CHECK (role IN ('owner', 'analyst')),
+        granted_at TEXT NOT NULL,
+        PRIMARY KEY (survey_id, account_id))""",
+    "CREATE INDEX grants_by_account ON grants (account_id)",
+    # AUTOINCREMENT: a purged entry's seq is never used again, so the order stays the log's.
+    """CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        time TEXT NOT NULL,
+        account TEXT NOT NULL,
+        token_id TEXT,
+        survey TEXT,
+        action TEXT NOT NULL,
+        params TEXT NOT NULL DEFAULT '{}')""",
+    "CREATE INDEX audit_by_survey ON audit (survey, seq)",
+    "CREATE INDEX audit_by_time ON audit (time)",
+)
+
+
+def _schema_4(db: Database) -> None:
+    """Accounts, tokens rebuilt with an id and their account, grants and the audit log."""
+    for statement in _SCHEMA_4:
+        db.conn.execute(statement)
+
+
 #: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2, _schema_3)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2, _schema_3, _schema_4)
 
 
 class SQLiteStore(SQLStore):

@@ -1,19 +1,27 @@
-"""The JSON API (v1), exactly as docs/researchers.md's HTTP API table lists it."""
+"""The JSON API (v1), exactly as docs/researchers.md's HTTP API table lists it.
+
+Every researcher route authenticates the bearer token (web/auth.py) and passes the principal
+to the service function, which applies the one rule (access.py: a survey the token may not
+see is 404, a forbidden action 403) and logs the action (docs/accounts.md). A route that reads
+parameters first checks the rule first, so an unseen survey is 404 whatever the request says.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import surveys
+from deniable.aggregator import access, accounts, audit, surveys
+from deniable.aggregator.access import Action
 from deniable.aggregator.params import parse_candidates, parse_confidence, parse_flag
 from deniable.aggregator.stats.limits import Limits
-from deniable.aggregator.store import StoreError
+from deniable.aggregator.store import Grant, StoreError
 from deniable.aggregator.web import report_endpoint
-from deniable.aggregator.web.auth import researcher_required
+from deniable.aggregator.web.auth import principal, researcher_required
 from deniable.aggregator.web.bodies import json_body, json_object
 from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.aggregator.web.problems import Problem
@@ -48,10 +56,13 @@ def get_survey(survey_id: str) -> Any:
 @bp.post("/api/v1/surveys")
 @researcher_required
 def create_survey() -> Any:
-    """Create a survey from its document; the same document again answers 200."""
+    """Create a survey from its document, owned by the token's account; the same document
+    again answers 200."""
+    who = principal()
+    access.require_creator(who)  # before the body: a read-only token is 403 whatever it sends
     try:
         record, created = surveys.create_survey(
-            get_store(), json_body(), Limits.from_config(current_app.config)
+            get_store(), json_body(), Limits.from_config(current_app.config), who=who
         )
     except SurveyError as exc:
         raise Problem(422, f"invalid survey: {exc}") from None
@@ -65,28 +76,32 @@ def create_survey() -> Any:
 @bp.get("/api/v1/surveys")
 @researcher_required
 def list_surveys() -> Any:
-    """Every survey with its report count."""
-    return jsonify(surveys=[surveys.summary(r, survey_cache()) for r in get_store().list_surveys()])
+    """Every survey the token may see, with its report count."""
+    return jsonify(surveys=surveys.list_surveys(get_store(), principal(), survey_cache()))
 
 
 @bp.post("/api/v1/surveys/<survey_id>/close")
 @researcher_required
 def close_survey(survey_id: str) -> Any:
     """Stop accepting reports."""
-    return jsonify(surveys.summary(surveys.close_survey(get_store(), survey_id), survey_cache()))
+    record = surveys.close_survey(get_store(), survey_id, who=principal())
+    return jsonify(surveys.summary(record, survey_cache()))
 
 
 @bp.post("/api/v1/surveys/<survey_id>/invitations")
 @researcher_required
 def invitations(survey_id: str) -> Any:
     """{"count": n} single-use invitation codes for an invite-only survey."""
+    _authorize(survey_id, "invite")
     body = json_body()
     unknown = sorted(set(body) - {"count"}) if isinstance(body, dict) else []
     if unknown:
         raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send only count")
     count = body.get("count") if isinstance(body, dict) else None
     limit = current_app.config["MAX_INVITATIONS"]
-    codes = surveys.invite(get_store(), survey_id, count, limit=limit, cache=survey_cache())
+    codes = surveys.invite(
+        get_store(), survey_id, count, who=principal(), limit=limit, cache=survey_cache()
+    )
     return jsonify(codes=codes), 201
 
 
@@ -99,12 +114,17 @@ def enrollments(survey_id: str) -> Any:
 
 @bp.post("/api/v1/reports")
 def reports() -> Any:
-    """One report, or {"reports": [...]}: a result per report (see report_endpoint, which
-    answers most of these requests before they reach Flask)."""
-    status, text = report_endpoint.answer(
-        get_store(), json_body(), current_app._get_current_object()
-    )
+    """One report, or {"reports": [...]}. Every POST here is answered by report_endpoint, in
+    front of Flask; the route gives the path its methods (405 and OPTIONS) and its name."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    status, text = report_endpoint.respond(app, request.environ)
     return Response(text, status, mimetype="application/json")
+
+
+def _authorize(survey_id: str, action: Action) -> None:
+    """Apply the rule before reading the request's parameters (the service applies it again):
+    a survey the token may not see is 404, a forbidden action 403, whatever the request says."""
+    access.authorize(get_store(), principal(), survey_id, action)
 
 
 def _query(name: str) -> str | None:
@@ -136,7 +156,8 @@ def _results_options() -> dict[str, Any]:
 @researcher_required
 def results(survey_id: str) -> Any:
     """Estimates with confidence intervals, from the tallies."""
-    doc = surveys.results(get_store(), survey_id, **_results_options())
+    _authorize(survey_id, "results")
+    doc = surveys.results(get_store(), survey_id, who=principal(), **_results_options())
     return Response(json.dumps(doc.to_dict()), mimetype="application/json")
 
 
@@ -144,7 +165,8 @@ def results(survey_id: str) -> Any:
 @researcher_required
 def results_as_csv(survey_id: str) -> Any:
     """The results as CSV, one row per option."""
-    text = surveys.results_csv(get_store(), survey_id, **_results_options())
+    _authorize(survey_id, "results")
+    text = surveys.results_csv(get_store(), survey_id, who=principal(), **_results_options())
     response = Response(text, mimetype="text/csv")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
     return response
@@ -154,7 +176,7 @@ def results_as_csv(survey_id: str) -> Any:
 @researcher_required
 def reports_jsonl(survey_id: str) -> Any:
     """Every stored noisy report, one JSON per line, streamed (memory flat in their number)."""
-    lines = surveys.report_lines(provider(), survey_id)
+    lines = surveys.report_lines(provider(), survey_id, who=principal())
     response = Response(lines, mimetype="application/x-ndjson")
     response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-reports.jsonl"'
     return response
@@ -169,12 +191,18 @@ def _json(doc: Any) -> Response:
 @researcher_required
 def breakdown(survey_id: str) -> Any:
     """A randomized question's results within each group of a plain question."""
-    surveys.survey_or_404(get_store(), survey_id)  # 404 before a missing parameter's 400
+    _authorize(survey_id, "analyze")  # 404 or 403 before a missing parameter's 400
     question, by = _required_query("question"), _required_query("by")
     level = _confidence()
     return _json(
         surveys.breakdown(
-            get_store(), survey_id, question, by, confidence=level, cache=survey_cache()
+            get_store(),
+            survey_id,
+            question,
+            by,
+            who=principal(),
+            confidence=level,
+            cache=survey_cache(),
         )
     )
 
@@ -183,12 +211,18 @@ def breakdown(survey_id: str) -> Any:
 @researcher_required
 def crosstab(survey_id: str) -> Any:
     """The joint distribution of two questions."""
-    surveys.survey_or_404(get_store(), survey_id)  # 404 before a missing parameter's 400
+    _authorize(survey_id, "analyze")  # 404 or 403 before a missing parameter's 400
     first, second = _required_query("first"), _required_query("second")
     level = _confidence()
     return _json(
         surveys.crosstab(
-            get_store(), survey_id, first, second, confidence=level, cache=survey_cache()
+            get_store(),
+            survey_id,
+            first,
+            second,
+            who=principal(),
+            confidence=level,
+            cache=survey_cache(),
         )
     )
 
@@ -204,7 +238,7 @@ def _required_query(name: str) -> str:
 @researcher_required
 def regression(survey_id: str) -> Any:
     """Fit {"formula": "outcome ~ covariates"} (optional "confidence") on the stored reports."""
-    surveys.survey_or_404(get_store(), survey_id)  # 404 before the body's 422
+    _authorize(survey_id, "analyze")  # 404 or 403 before the body's 422
     body = json_object()
     unknown = sorted(set(body) - {"formula", "confidence"})
     if unknown:
@@ -213,15 +247,87 @@ def regression(survey_id: str) -> Any:
     if not isinstance(formula, str) or not formula.strip():
         raise Problem(422, "formula: expected a formula like 'smokes ~ region + adult'")
     level = parse_confidence(  # a field of the body: 422, as its other fields
-        body.get("confidence", current_app.config["CONFIDENCE"]), 0.95, status=422, text=False
+        body.get("confidence", current_app.config["CONFIDENCE"]), 0.95, kind="invalid", text=False
     )
     return _json(  # the formula is data: stats/formula.py checks it against the grammar
         surveys.regression(
             get_store(),
             survey_id,
             formula,
+            who=principal(),
             confidence=level,
             limits=Limits.from_config(current_app.config),
             cache=survey_cache(),
         )
     )
+
+
+# -- who may do what on a survey, and what was done (docs/accounts.md) -------------------------
+
+#: An account's name in a path, before accounts.py checks it (longer is not a name).
+MAX_ACCOUNT_CHARS = 64
+
+
+def _person(given: Grant) -> dict[str, Any]:
+    """A role on a survey as the API shows it."""
+    return {"account": given.account, "role": given.role, "granted_at": given.granted_at}
+
+
+def _account_name(account: str) -> str:
+    if len(account) > MAX_ACCOUNT_CHARS:
+        raise Problem(404, f"no account {account[:MAX_ACCOUNT_CHARS]!r}...; check the name")
+    return account
+
+
+@bp.get("/api/v1/surveys/<survey_id>/people")
+@researcher_required
+def people(survey_id: str) -> Any:
+    """Who has which role on the survey (owners and admins)."""
+    found = accounts.people(get_store(), principal(), survey_id)
+    return jsonify(people=[_person(g) for g in found])
+
+
+@bp.put("/api/v1/surveys/<survey_id>/people/<account>")
+@researcher_required
+def grant(survey_id: str, account: str) -> Any:
+    """{"role": "owner"|"analyst"}: give the account that role on the survey."""
+    _authorize(survey_id, "grant")
+    body = json_object()
+    unknown = sorted(set(body) - {"role"})
+    if unknown:
+        raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send only role")
+    role = body.get("role")
+    if not isinstance(role, str):
+        raise Problem(422, "role: expected owner or analyst")
+    given = accounts.grant(get_store(), principal(), survey_id, _account_name(account), role)
+    return jsonify(_person(given))
+
+
+@bp.delete("/api/v1/surveys/<survey_id>/people/<account>")
+@researcher_required
+def revoke(survey_id: str, account: str) -> Any:
+    """Take the account's role on the survey away."""
+    accounts.revoke(get_store(), principal(), survey_id, _account_name(account))
+    return Response(status=204)
+
+
+@bp.get("/api/v1/surveys/<survey_id>/audit.jsonl")
+@researcher_required
+def survey_audit(survey_id: str) -> Any:
+    """The survey's audit log (?since=), one JSON object a line, streamed (owners and admins)."""
+    who = principal()
+    _authorize(survey_id, "audit")
+    since = _query("since")
+    if since is not None:
+        accounts.parse_since(since)  # a bad ?since= is a 400 now, not a broken stream later
+    stores = provider()
+
+    def lines() -> Iterator[str]:
+        with stores.borrowed() as store:
+            yield from audit.lines(
+                accounts.audit_entries(store, who, survey=survey_id, since=since)
+            )
+
+    response = Response(lines(), mimetype="application/x-ndjson")
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-audit.jsonl"'
+    return response

@@ -14,7 +14,7 @@ from flask import Flask
 from deniable.aggregator import config as settings
 from deniable.aggregator.web import api, db, problems, report_endpoint, respond, retention
 from deniable.aggregator.web.dashboard import init_dashboard
-from deniable.aggregator.web.limits import init_limits
+from deniable.aggregator.web.limits import init_limits, trust_proxies
 
 SECRET_KEY_FILE = "secret_key"
 
@@ -36,8 +36,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(respond.bp)
     init_dashboard(app)
     init_limits(app)
-    retention.init_app(app)
+    # WSGI layers, innermost first: the report endpoint in front of Flask, the retention tick
+    # in front of every request, the trusted proxies' client address in front of everything.
     report_endpoint.init_app(app)
+    retention.init_app(app)
+    trust_proxies(app)
 
     return app
 

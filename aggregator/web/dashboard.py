@@ -1,16 +1,23 @@
-"""The researcher dashboard: log in with a token, list surveys, read charts, create and close.
+"""The researcher dashboard: log in with a token, list surveys, read charts, create and close;
+the people of a survey, accounts and tokens, and the audit log (docs/accounts.md).
 
 Server-rendered HTML (Jinja) that works without JavaScript; one small static script reloads a
-survey page when new reports arrive. Every page but the login needs a session made from a valid
-researcher token, and every form carries a CSRF token (Flask-WTF's, checked here, so the JSON
+survey page when new reports arrive. Every page but the login needs a session made from a live
+researcher token, and every page and action passes the session's principal to the service
+functions, which apply the one rule (aggregator/access.py): a survey the principal may not see
+is this dashboard's 404 page, word for word the page of an unknown id; a visible survey and a
+forbidden action is a 403 page saying which role it needs; buttons and forms the principal may
+not use are not shown. Every form carries a CSRF token (Flask-WTF's, checked here, so the JSON
 API with its bearer tokens is not affected).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,9 +28,9 @@ from flask import (
     Flask,
     Request,
     Response,
-    abort,
     current_app,
     flash,
+    g,
     redirect,
     render_template,
     request,
@@ -34,15 +41,25 @@ from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
+from deniable.aggregator import access, accounts, audit
 from deniable.aggregator import surveys as actions
-from deniable.aggregator.params import ParamError, parse_candidates, parse_confidence, parse_flag
+from deniable.aggregator.access import Principal
+from deniable.aggregator.params import (
+    ParamError,
+    parse_candidates,
+    parse_confidence,
+    parse_flag,
+    parse_whole,
+)
+from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats import planning
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import QuestionResults
-from deniable.aggregator.store import SurveyRecord
-from deniable.aggregator.web import sessions
+from deniable.aggregator.store import AuditEntry, SurveyRecord
+from deniable.aggregator.web import problems, sessions
 from deniable.aggregator.web.charts import question_chart
 from deniable.aggregator.web.db import get_store, provider, survey_cache
+from deniable.aggregator.web.statuses import refusal_status
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError
@@ -67,6 +84,18 @@ CSP = (
 )
 #: Seconds between the refresh script's checks for new reports.
 REFRESH_SECONDS = 5
+#: The audit pages show the newest entries, this many at most (the JSONL download has all).
+AUDIT_PAGE_LIMIT = 500
+#: What a survey page may offer, each shown only to a principal that may take it.
+SURVEY_ACTIONS: tuple[access.Action, ...] = (
+    "results",
+    "analyze",
+    "export",
+    "invite",
+    "close",
+    "grant",
+    "audit",
+)
 
 
 #: The JSON API and the health check authenticate with bearer tokens, never with the session.
@@ -122,9 +151,45 @@ def _guard() -> Any:
             raise CSRFError(str(exc)) from None
     if request.endpoint in ("dashboard.login", "dashboard.logout"):
         return None
-    if not sessions.logged_in():  # server-side: see sessions.py
-        return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+    if sessions.current_principal() is None:  # server-side: see sessions.py
+        return _to_login()
     return None
+
+
+def _to_login() -> Response:
+    return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+
+
+def principal() -> Principal:
+    """Who this request's session speaks for: its token's principal (the guard has already
+    sent a request without a live session to the login)."""
+    who = sessions.current_principal()
+    if who is None:  # the session died during the request: the handler sends it to the login
+        raise ActionError("unauthenticated", "log in again")
+    return who
+
+
+def _may_create(who: Principal | None) -> bool:
+    """Whether the principal may create surveys (access.require_creator)."""
+    if who is None:
+        return False
+    try:
+        access.require_creator(who)
+    except ActionError:
+        return False
+    return True
+
+
+def _is_admin(who: Principal | None) -> bool:
+    """Whether the principal may manage accounts and tokens and read the whole audit log
+    (access.require_admin: an admin account's full token)."""
+    if who is None:
+        return False
+    try:
+        access.require_admin(who)
+    except ActionError:
+        return False
+    return True
 
 
 @bp.errorhandler(CSRFError)
@@ -142,13 +207,34 @@ def _csrf_error(exc: CSRFError) -> tuple[str, int]:
     ), 400
 
 
-@bp.errorhandler(404)
-def _not_found(exc: NotFound) -> tuple[str, int]:
+def _not_found_page() -> tuple[str, int]:
+    """The one page of a survey that does not exist and of one the principal may not see."""
     return render_template(
         "error.html",
         title="Not found",
         message="There is no such survey here. It may have another id; the list has them all.",
     ), 404
+
+
+@bp.errorhandler(404)
+def _not_found(exc: NotFound) -> tuple[str, int]:
+    return _not_found_page()
+
+
+@bp.errorhandler(ActionError)
+def _refused(exc: ActionError) -> Any:
+    """A refused action as a page: not-found is the unknown survey's page (so ids cannot be
+    probed), forbidden says which role or token it needs, unauthenticated goes to the login.
+    Any other refusal (a download over a limit) is the API's problem+json, as before."""
+    if exc.kind == "not-found":
+        return _not_found_page()
+    if exc.kind == "unauthenticated":
+        return _to_login()
+    if exc.kind != "forbidden":
+        return problems.response_for(exc, current_app._get_current_object())
+    said = str(exc)
+    message = said[:1].upper() + said[1:] + "."
+    return render_template("error.html", title="Not allowed", message=message), refusal_status(exc)
 
 
 @bp.errorhandler(ParamError)
@@ -158,7 +244,7 @@ def _bad_parameter(exc: ParamError) -> tuple[str, int]:
         "error.html",
         title="Bad request",
         message=f"{exc} Go back and choose another value.",
-    ), exc.status
+    ), refusal_status(exc)
 
 
 @bp.errorhandler(413)
@@ -193,6 +279,13 @@ def _template_globals() -> dict[str, Any]:
     return {"csrf_token": generate_csrf, "refresh_seconds": REFRESH_SECONDS}
 
 
+@bp.context_processor
+def _viewer() -> dict[str, Any]:
+    """What the navigation shows: New survey to creators, Accounts and Audit to admins."""
+    who = g.get("dashboard_principal")
+    return {"viewer": who, "may_create": _may_create(who), "is_admin": _is_admin(who)}
+
+
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Any:
     """The login form; a valid researcher token starts a session (stored server-side)."""
@@ -200,9 +293,14 @@ def login() -> Any:
     next_path = _safe_next(request.values.get("next"))
     if request.method == "POST":
         token = (request.form.get("token") or "").strip()
-        if token and sessions.log_in(token):
+        try:
+            if not token:
+                raise ActionError("unauthenticated", "Paste a researcher token.")
+            sessions.log_in(token)
+        except ActionError as exc:
+            error = str(exc)
+        else:
             return redirect(next_path)
-        error = "That token is not valid here. Make one with `deniable-aggregator create-token`."
     status = 401 if error else 200
     return render_template("login.html", error=error, next=next_path), status
 
@@ -218,12 +316,19 @@ def logout() -> Any:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _survey_or_404(survey_id: str) -> tuple[SurveyRecord, Survey]:
-    try:
-        record = actions.survey_or_404(get_store(), survey_id)
-    except actions.ActionError:
-        abort(404)
+def _survey_or_404(survey_id: str, action: access.Action = "view") -> tuple[SurveyRecord, Survey]:
+    """The survey, if the session's principal may take `action` on it: else ActionError
+    not-found (it may not see the survey: the unknown id's page) or forbidden (a 403 page)."""
+    record = access.authorize(get_store(), principal(), survey_id, action)
     return record, survey_cache().survey(record)
+
+
+def _standing(survey_id: str) -> tuple[str | None, dict[str, bool]]:
+    """The principal's standing on a survey and, per action a page may offer, whether it may
+    take it: the page shows only what it may use."""
+    who = principal()
+    standing = access.role_on(get_store(), who, survey_id)
+    return standing, {action: access.may(who, standing, action) for action in SURVEY_ACTIONS}
 
 
 def _status(record: SurveyRecord, survey: Survey) -> str:
@@ -263,11 +368,18 @@ def _wide(question: Any, entry: QuestionResults, n: int, confidence: float) -> b
 
 @bp.route("/")
 def surveys() -> str:
-    """Every survey with its status, reports received and total epsilon."""
+    """Every survey the principal may see, with its status, reports received, total epsilon
+    and the principal's role on it."""
+    who = principal()
+    store = get_store()
+    roles = store.roles_of(who.account_id) if who.account_id is not None else {}
     rows = []
-    for record in get_store().list_surveys():
+    for record in access.visible_surveys(store, who):
         survey = survey_cache().survey(record)
-        rows.append({"record": record, "survey": survey, "status": _status(record, survey)})
+        role = "admin" if who.admin else roles.get(record.id)
+        rows.append(
+            {"record": record, "survey": survey, "status": _status(record, survey), "role": role}
+        )
     return render_template("surveys.html", rows=rows)
 
 
@@ -279,20 +391,21 @@ def _plain_words(question: Any) -> str:
 @bp.route("/surveys/<survey_id>")
 def survey(survey_id: str) -> str:
     """One survey: per question a chart, a table and the mechanism in words."""
-    record, resolved = _survey_or_404(survey_id)
+    record, resolved = _survey_or_404(survey_id, "results")
+    who = principal()
     options = _results_options()
     confidence, simultaneous = options["confidence"], options["simultaneous"]
     asked = request.args.get("candidates", "")
     candidate_error = None
     try:
         candidates = parse_candidates(asked)
-        doc = actions.results(get_store(), survey_id, candidates=candidates, **options)
-    except actions.ActionError as exc:
-        if not asked:
+        doc = actions.results(get_store(), survey_id, candidates=candidates, who=who, **options)
+    except ActionError as exc:
+        if not asked or exc.kind in ("not-found", "forbidden", "unauthenticated"):
             raise
         # Said on the page, which still shows the survey's own candidates.
         candidate_error = str(exc)
-        doc = actions.results(get_store(), survey_id, **options)
+        doc = actions.results(get_store(), survey_id, who=who, **options)
     n = doc.n
     questions = []
     for entry in doc.questions.values():
@@ -320,7 +433,15 @@ def survey(survey_id: str) -> str:
         respondent_link=respondent_link(record.id),
         asked=asked,
         candidate_error=candidate_error,
+        **_survey_nav(survey_id),
     )
+
+
+def _survey_nav(survey_id: str) -> dict[str, Any]:
+    """What a survey's pages need to show only what the principal may use: its standing and,
+    per action, whether it may take it."""
+    standing, can = _standing(survey_id)
+    return {"standing": standing, "can": can}
 
 
 def respondent_link(survey_id: str) -> str:
@@ -331,7 +452,7 @@ def respondent_link(survey_id: str) -> str:
 @bp.route("/surveys/<survey_id>/qr.svg")
 def qr_code(survey_id: str) -> Response:
     """A printable QR code of the survey's respondent link, drawn as SVG on the server."""
-    _survey_or_404(survey_id)
+    _survey_or_404(survey_id, "view")
     buffer = io.BytesIO()
     segno.make(respondent_link(survey_id), error="m").save(
         buffer, kind="svg", scale=8, border=4, title=f"Answer survey {survey_id}"
@@ -349,7 +470,8 @@ def analysis(survey_id: str) -> str:
     Breakdowns and cross-tabs are bounded reads of a GET; a regression runs only from the
     form's POST (with its CSRF token), so no link can run a formula: a GET's ?formula= only
     fills the form's field."""
-    record, resolved = _survey_or_404(survey_id)
+    record, resolved = _survey_or_404(survey_id, "analyze")
+    who = principal()
     confidence = _confidence()
     args = request.args
     posted = request.form if request.method == "POST" else {}
@@ -365,10 +487,22 @@ def analysis(survey_id: str) -> str:
     store, cache = get_store(), survey_cache()
     runs = {  # the service functions the API and the CLI call (aggregator/surveys.py)
         "breakdown": lambda: actions.breakdown(
-            store, survey_id, args["question"], args["by"], confidence=confidence, cache=cache
+            store,
+            survey_id,
+            args["question"],
+            args["by"],
+            confidence=confidence,
+            cache=cache,
+            who=who,
         ),
         "crosstab": lambda: actions.crosstab(
-            store, survey_id, args["first"], args["second"], confidence=confidence, cache=cache
+            store,
+            survey_id,
+            args["first"],
+            args["second"],
+            confidence=confidence,
+            cache=cache,
+            who=who,
         ),
         "regression": lambda: actions.regression(
             store,
@@ -377,6 +511,7 @@ def analysis(survey_id: str) -> str:
             confidence=confidence,
             limits=Limits.from_config(current_app.config),
             cache=cache,
+            who=who,
         ),
     }
     needs = {
@@ -389,6 +524,10 @@ def analysis(survey_id: str) -> str:
         if all(source.get(key) for key in keys):
             try:
                 found[name] = run()
+            except ActionError as exc:
+                if exc.kind in ("not-found", "forbidden", "unauthenticated"):
+                    raise  # the survey's standing changed meanwhile: its page, not a field's
+                errors[name] = str(exc)
             except DeniableError as exc:
                 errors[name] = str(exc)
     charts = []
@@ -419,6 +558,7 @@ def analysis(survey_id: str) -> str:
         formula=formula,
         confidence=confidence,
         example=_example_formula(randomized, plain),
+        **_survey_nav(survey_id),
     )
 
 
@@ -435,18 +575,20 @@ def _example_formula(randomized: list[Any], plain: list[Any]) -> str:
 @bp.route("/surveys/<survey_id>/count.json")
 def count(survey_id: str) -> dict[str, Any]:
     """The number of reports received, for the refresh script."""
-    record, _ = _survey_or_404(survey_id)
+    record, _ = _survey_or_404(survey_id, "view")
     return {"survey": survey_id, "n": record.report_count}
 
 
 @bp.route("/surveys/<survey_id>/results.csv")
 def download_csv(survey_id: str) -> Response:
     """The results as CSV (the API's content, for a dashboard session)."""
-    _survey_or_404(survey_id)
+    _survey_or_404(survey_id, "results")
     candidates = parse_candidates(request.args.get("candidates"))
-    # A refusal is the API's problem with its own status (abort(413) would read as a body
-    # too large); a bad parameter is an error page.
-    text = actions.results_csv(get_store(), survey_id, candidates=candidates, **_results_options())
+    # A refusal is an error page with the refusal's own status (abort(413) would read as a
+    # body too large).
+    text = actions.results_csv(
+        get_store(), survey_id, candidates=candidates, who=principal(), **_results_options()
+    )
     return Response(
         text,
         mimetype="text/csv",
@@ -457,9 +599,9 @@ def download_csv(survey_id: str) -> Response:
 @bp.route("/surveys/<survey_id>/reports.jsonl")
 def download_reports(survey_id: str) -> Response:
     """Every stored noisy report, one JSON object a line, streamed."""
-    _survey_or_404(survey_id)
+    _survey_or_404(survey_id, "export")
     return Response(
-        actions.report_lines(provider(), survey_id),
+        actions.report_lines(provider(), survey_id, who=principal()),
         mimetype="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{survey_id}-reports.jsonl"'},
     )
@@ -518,9 +660,11 @@ def _create(text: str) -> SurveyRecord:
         raise SurveyError(f"not valid JSON: {exc}") from None
     try:
         record, created = actions.create_survey(
-            get_store(), doc, Limits.from_config(current_app.config)
+            get_store(), doc, Limits.from_config(current_app.config), who=principal()
         )
-    except actions.ActionError as exc:
+    except ActionError as exc:
+        if exc.kind in ("forbidden", "unauthenticated"):
+            raise
         raise SurveyError(str(exc)) from None
     if not created:
         raise SurveyError(f"id: survey {record.id!r} already exists; choose another id")
@@ -529,7 +673,10 @@ def _create(text: str) -> SurveyRecord:
 
 @bp.route("/surveys/new", methods=["GET", "POST"])
 def new_survey() -> Any:
-    """Create a survey from pasted or uploaded JSON; the planner helps choose epsilon and n."""
+    """Create a survey from pasted or uploaded JSON; the planner helps choose epsilon and n.
+    Only for a principal that may create surveys (a 403 page otherwise); it owns what it
+    creates."""
+    access.require_creator(principal())
     error = None
     text = ""
     if request.method == "POST":
@@ -574,18 +721,16 @@ def new_survey() -> Any:
 @bp.route("/surveys/<survey_id>/invitations", methods=["POST"])
 def invitations(survey_id: str) -> Any:
     """Issue single-use invitation codes and show them once."""
-    record, resolved = _survey_or_404(survey_id)
-    try:
-        count = int(request.form.get("count", ""))
-    except ValueError:
-        count = 0
+    record, resolved = _survey_or_404(survey_id, "invite")
+    count = parse_whole(request.form.get("count"))
     limit = min(MAX_INVITATIONS_FORM, current_app.config.get("MAX_INVITATIONS", 10_000))
-    if not 1 <= count <= limit:
-        flash(f"Ask for 1 to {limit} invitation codes.", "error")
-        return redirect(url_for("dashboard.survey", survey_id=survey_id))
     try:
-        codes = actions.invite(get_store(), survey_id, count, limit=limit, cache=survey_cache())
-    except actions.ActionError as exc:
+        codes = actions.invite(
+            get_store(), survey_id, count, limit=limit, cache=survey_cache(), who=principal()
+        )
+    except ActionError as exc:
+        if exc.kind in ("not-found", "forbidden", "unauthenticated"):
+            raise
         flash(str(exc), "error")
         return redirect(url_for("dashboard.survey", survey_id=survey_id))
     return render_template("codes.html", survey=resolved, record=record, codes=codes)
@@ -594,7 +739,206 @@ def invitations(survey_id: str) -> Any:
 @bp.route("/surveys/<survey_id>/close", methods=["POST"])
 def close(survey_id: str) -> Any:
     """Stop accepting reports."""
-    _survey_or_404(survey_id)
-    actions.close_survey(get_store(), survey_id)
+    _survey_or_404(survey_id, "close")
+    actions.close_survey(get_store(), survey_id, who=principal())
     flash("The survey is closed: it accepts no more reports.")
     return redirect(url_for("dashboard.survey", survey_id=survey_id))
+
+
+# -- people, accounts and the audit log (docs/accounts.md) ------------------------------------
+
+
+def _people_page(survey_id: str, *, error: str | None = None, status: int = 200) -> Any:
+    """The People tab: who has which role on the survey, with the forms to grant and revoke."""
+    record, resolved = _survey_or_404(survey_id, "grant")
+    grants = accounts.people(get_store(), principal(), survey_id)
+    return render_template(
+        "people.html",
+        record=record,
+        survey=resolved,
+        grants=grants,
+        roles=("analyst", "owner"),
+        error=error,
+        account=(request.form.get("account") or "")[:100] if error else "",
+        **_survey_nav(survey_id),
+    ), status
+
+
+@bp.route("/surveys/<survey_id>/people")
+def people(survey_id: str) -> Any:
+    """Who has which role on the survey: for its owners and admins."""
+    return _people_page(survey_id)
+
+
+@bp.route("/surveys/<survey_id>/people", methods=["POST"])
+def grant(survey_id: str) -> Any:
+    """Give an account (by name) a role on the survey; a refusal (an unknown account, a bad
+    role) is said on the People page."""
+    _survey_or_404(survey_id, "grant")
+    name = (request.form.get("account") or "").strip()
+    role = request.form.get("role") or ""
+    try:
+        made = accounts.grant(get_store(), principal(), survey_id, name, role)
+    except ActionError as exc:
+        return _people_page(survey_id, error=str(exc), status=refusal_status(exc))
+    flash(f"{made.account} is now {made.role} on this survey.")
+    return redirect(url_for("dashboard.people", survey_id=survey_id))
+
+
+@bp.route("/surveys/<survey_id>/people/revoke", methods=["POST"])
+def revoke(survey_id: str) -> Any:
+    """Take an account's role on the survey away (never its last owner's: said on the page)."""
+    _survey_or_404(survey_id, "grant")
+    name = (request.form.get("account") or "").strip()
+    try:
+        accounts.revoke(get_store(), principal(), survey_id, name)
+    except ActionError as exc:
+        return _people_page(survey_id, error=str(exc), status=refusal_status(exc))
+    flash(f"{name} no longer has a role on this survey.")
+    if access.may(principal(), access.role_on(get_store(), principal(), survey_id), "grant"):
+        return redirect(url_for("dashboard.people", survey_id=survey_id))
+    return redirect(url_for("dashboard.surveys"))  # an owner who revoked itself
+
+
+def _accounts_page(
+    *,
+    error: str | None = None,
+    status: int = 200,
+    new_token: str | None = None,
+    new_record: Any = None,
+) -> Any:
+    """The Accounts page: every account with its tokens, and the forms to create an account,
+    create a token (shown once) and revoke a token. For admins."""
+    who = principal()
+    access.require_admin(who)
+    store = get_store()
+    tokens: dict[str, list[Any]] = {}
+    for token in accounts.list_tokens(store, who):
+        tokens.setdefault(token.account, []).append(token)
+    return render_template(
+        "accounts.html",
+        accounts=accounts.list_accounts(store, who),
+        tokens=tokens,
+        error=error,
+        new_token=new_token,
+        new_record=new_record,
+        now=actions.utc_now(),
+    ), status
+
+
+@bp.route("/accounts")
+def accounts_page() -> Any:
+    """Accounts and their tokens (ids and labels, never a token), for admins."""
+    return _accounts_page()
+
+
+@bp.route("/accounts", methods=["POST"])
+def create_account() -> Any:
+    """Create an account (a researcher or a team), optionally an admin."""
+    access.require_admin(principal())
+    name = (request.form.get("name") or "").strip()
+    try:
+        made = accounts.create_account(
+            get_store(), principal(), name, admin=request.form.get("admin") == "1"
+        )
+    except ActionError as exc:
+        return _accounts_page(error=str(exc), status=refusal_status(exc))
+    flash(f"Account {made.name!r} created.")
+    return redirect(url_for("dashboard.accounts_page"))
+
+
+def _survey_ids(text: str) -> list[str]:
+    """The survey ids of the token form's field (separated by commas or spaces), bounded."""
+    most = accounts.MAX_TOKEN_SURVEYS
+    ids = [part for part in re.split(r"[\s,]+", text, maxsplit=most + 1) if part]
+    if len(ids) > most:
+        raise ActionError("bad-parameter", f"surveys: at most {most} ids; leave it empty for all")
+    return list(dict.fromkeys(ids))
+
+
+@bp.route("/accounts/tokens", methods=["POST"])
+def create_token() -> Any:
+    """Make a token for an account, shown once on the page (never in a cookie or a log)."""
+    access.require_admin(principal())
+    form = request.form
+    try:
+        token, record = accounts.create_token(
+            get_store(),
+            principal(),
+            (form.get("account") or "").strip(),
+            expires=(form.get("expires") or "").strip() or None,
+            read_only=form.get("read_only") == "1",
+            surveys=_survey_ids(form.get("surveys") or ""),
+            name=(form.get("label") or "").strip() or None,
+        )
+    except ActionError as exc:
+        return _accounts_page(error=str(exc), status=refusal_status(exc))
+    return _accounts_page(new_token=token, new_record=record)
+
+
+@bp.route("/accounts/tokens/revoke", methods=["POST"])
+def revoke_token() -> Any:
+    """Revoke a token by its id: it, and every session opened with it, is refused from the
+    next request on."""
+    access.require_admin(principal())
+    token_id = (request.form.get("token_id") or "").strip()[:100]
+    try:
+        record = accounts.revoke_token(get_store(), principal(), token_id)
+    except ActionError as exc:
+        return _accounts_page(error=str(exc), status=refusal_status(exc))
+    flash(f"Token {record.id} of {record.account!r} is revoked.")
+    return redirect(url_for("dashboard.accounts_page"))
+
+
+def _newest(entries: Iterator[AuditEntry]) -> list[AuditEntry]:
+    """The newest AUDIT_PAGE_LIMIT entries, newest first (memory bounded by the limit)."""
+    return list(reversed(deque(entries, maxlen=AUDIT_PAGE_LIMIT)))
+
+
+def _params(entry: AuditEntry) -> str:
+    return json.dumps(dict(entry.params), ensure_ascii=False, sort_keys=True)
+
+
+@bp.route("/audit")
+def audit_log() -> Any:
+    """The whole audit log's newest entries, for admins."""
+    who = principal()
+    access.require_admin(who)
+    entries = _newest(accounts.audit_entries(get_store(), who))
+    return render_template(
+        "audit.html", entries=entries, params=_params, limit=AUDIT_PAGE_LIMIT, survey=None
+    )
+
+
+@bp.route("/surveys/<survey_id>/audit")
+def survey_audit(survey_id: str) -> Any:
+    """The survey's audit log, newest entries first, for its owners and admins."""
+    record, resolved = _survey_or_404(survey_id, "audit")
+    entries = _newest(accounts.audit_entries(get_store(), principal(), survey=survey_id))
+    return render_template(
+        "audit.html",
+        entries=entries,
+        params=_params,
+        limit=AUDIT_PAGE_LIMIT,
+        survey=resolved,
+        record=record,
+        **_survey_nav(survey_id),
+    )
+
+
+@bp.route("/surveys/<survey_id>/audit.jsonl")
+def survey_audit_jsonl(survey_id: str) -> Response:
+    """The survey's whole audit log, one JSON object a line, streamed from a store of its own
+    (memory flat in its length)."""
+    _survey_or_404(survey_id, "audit")
+    who, stores = principal(), provider()
+
+    def stream() -> Iterator[str]:
+        with stores.borrowed() as store:
+            yield from audit.lines(accounts.audit_entries(store, who, survey=survey_id))
+
+    return Response(
+        stream(),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-audit.jsonl"'},
+    )

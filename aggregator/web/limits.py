@@ -34,10 +34,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from deniable.aggregator.web.problems import Problem, problem_response
 
 EXTENSION = "deniable.limiter"
-REPORTS = "api.reports"
+#: Where the app keeps its PostCounter (when DENIABLE_RATE_LIMIT is set).
+COUNTER = "deniable.post-counter"
 ENROLLMENTS = "api.enrollments"
-#: Endpoints whose POSTs are limited per address and per public key.
-LIMITED = (REPORTS, ENROLLMENTS)
 LOGIN = "dashboard.login"
 
 #: A limit is tested and then taken under this lock, so a refused request counts nothing and
@@ -49,17 +48,17 @@ def _retry_after(reset_at: float) -> str:
     return str(max(1, math.ceil(reset_at - time.time())))
 
 
-def _posted(endpoint: str, body: bytes, max_batch: int) -> tuple[int, list[str]]:
+def _posted(kind: str, body: bytes, max_batch: int) -> tuple[int, list[str]]:
     """How many reports (or enrollments) a POST counts for, and their public keys. A body the
-    view refuses whole before any signature check (unreadable, an empty batch, a batch over
+    endpoint refuses whole before any signature check (unreadable, an empty batch, a batch over
     DENIABLE_MAX_BATCH) counts one and no key."""
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
         return 1, []
-    if endpoint == REPORTS and isinstance(value, dict) and isinstance(value.get("reports"), list):
+    if kind == "reports" and isinstance(value, dict) and isinstance(value.get("reports"), list):
         value = value["reports"]
-    items = value if endpoint == REPORTS and isinstance(value, list) else [value]
+    items = value if kind == "reports" and isinstance(value, list) else [value]
     if not items or len(items) > max_batch:
         return 1, []
     keys = [
@@ -85,39 +84,55 @@ def _refuse_over(
             )
 
 
-def _count_posts(limiter: Limiter, rate: str) -> None:
-    """Count a report or enrollment POST against its address (k for a batch of k) and each
-    report's public key; refuse it whole (429, or 413 for a batch no window admits) if one of
-    them would pass the limit, else take them all."""
-    if request.method != "POST" or request.endpoint not in LIMITED:
-        return
-    strategy = limiter.limiter
-    items = parse_many(rate)
-    kind = "reports" if request.endpoint == REPORTS else "enrollments"
-    address = ("deniable-address", request.endpoint, get_remote_address())
-    with _COUNTING:  # an address at its limit costs no body read nor parse
-        _refuse_over(strategy, items, address, 1, f"{kind} from this address")
-    count, keys = _posted(
-        request.endpoint, request.get_data(cache=True), current_app.config["MAX_BATCH"]
-    )
-    smallest = min(items, key=lambda item: item.amount)
-    if count > smallest.amount:
-        raise Problem(
-            413,
-            f"a batch of {count} reports is more than the rate limit lets one address send at "
-            f"once ({smallest}, DENIABLE_RATE_LIMIT); send batches of at most "
-            f"{smallest.amount} reports",
-        )
-    charges = [(address, count, f"{kind} from this address")] + [
-        (("deniable-key", key), n, "reports or enrollments from one key")
-        for key, n in Counter(keys).items()
-    ]
-    with _COUNTING:
-        for who, cost, what in charges:
-            _refuse_over(strategy, items, who, cost, what)
-        for who, cost, _ in charges:
-            for item in items:
-                strategy.hit(item, *who, cost=cost)
+class PostCounter:
+    """Counts the report or enrollment POSTs of this process against DENIABLE_RATE_LIMIT: per
+    client address (k for a batch of k) and per public key. The report endpoint and the
+    enrollment view both ask it, in two steps: `admit` before the body is read, `charge` with
+    the body."""
+
+    def __init__(self, strategy: RateLimiter, rate: str, max_batch: int):
+        self.strategy = strategy
+        self.items = parse_many(rate)
+        self.max_batch = max_batch
+
+    def admit(self, kind: str, address: str) -> None:
+        """Refuse (429) an address already at its limit: it costs no body read nor parse."""
+        with _COUNTING:
+            _refuse_over(
+                self.strategy, self.items, self._who(kind, address), 1, f"{kind} from this address"
+            )
+
+    def charge(self, kind: str, address: str, body: bytes) -> None:
+        """Take what the POST counts from its address and each report's key, or refuse it
+        whole (429, or 413 for a batch no window admits) if one of them would pass the limit."""
+        count, keys = _posted(kind, body, self.max_batch)
+        smallest = min(self.items, key=lambda item: item.amount)
+        if count > smallest.amount:
+            raise Problem(
+                413,
+                f"a batch of {count} reports is more than the rate limit lets one address send "
+                f"at once ({smallest}, DENIABLE_RATE_LIMIT); send batches of at most "
+                f"{smallest.amount} reports",
+            )
+        charges = [(self._who(kind, address), count, f"{kind} from this address")] + [
+            (("deniable-key", key), n, "reports or enrollments from one key")
+            for key, n in Counter(keys).items()
+        ]
+        with _COUNTING:
+            for who, cost, what in charges:
+                _refuse_over(self.strategy, self.items, who, cost, what)
+            for who, cost, _ in charges:
+                for item in self.items:
+                    self.strategy.hit(item, *who, cost=cost)
+
+    @staticmethod
+    def _who(kind: str, address: str) -> tuple[str, ...]:
+        return ("deniable-address", kind, address)
+
+
+def post_counter(app: Flask) -> PostCounter | None:
+    """The app's counter of report and enrollment POSTs, when DENIABLE_RATE_LIMIT is set."""
+    return app.extensions.get(COUNTER)
 
 
 def _belongs_to(func: object, limiter: Limiter) -> bool:
@@ -138,11 +153,16 @@ def _too_many(exc: RateLimitExceeded) -> Response:
     )
 
 
-def init_limits(app: Flask) -> Limiter:
-    """Give the app its limiter, limits and proxy handling, as configured."""
+def trust_proxies(app: Flask) -> None:
+    """Take the client address from DENIABLE_TRUSTED_PROXIES proxies' X-Forwarded-For: the
+    outermost WSGI layer, so every path (the report endpoint too) sees the same address."""
     proxies = app.config.get("TRUSTED_PROXIES") or 0
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
+
+
+def init_limits(app: Flask) -> Limiter:
+    """Give the app its limiter and limits, as configured."""
     limiter = Limiter(get_remote_address, app=app, storage_uri="memory://", headers_enabled=False)
     # Only the views wrapped below are limited, and each wrapper checks its own limit: drop
     # the app-wide before_request check, which would cost every request (reports too).
@@ -161,11 +181,17 @@ def init_limits(app: Flask) -> Limiter:
     app.extensions[EXTENSION] = limiter
     app.register_error_handler(RateLimitExceeded, _too_many)
     rate = app.config.get("RATE_LIMIT")
-    if rate:  # report_endpoint's fast path is not installed then: every report comes here
+    if rate:  # reports are counted by the report endpoint, enrollments here
+        counter = app.extensions[COUNTER] = PostCounter(
+            limiter.limiter, rate, app.config["MAX_BATCH"]
+        )
 
         @app.before_request
-        def _rate_limit() -> None:
-            _count_posts(limiter, rate)
+        def _count_enrollments() -> None:
+            if request.method == "POST" and request.endpoint == ENROLLMENTS:
+                address = get_remote_address()
+                counter.admit("enrollments", address)
+                counter.charge("enrollments", address, request.get_data(cache=True))
 
     login_rate = app.config.get("LOGIN_LIMIT")
     if login_rate and LOGIN in app.view_functions:

@@ -13,11 +13,12 @@ from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response, current_app
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from deniable.aggregator.stats.limits import LimitError
 from deniable.aggregator.store import StoreError
 from deniable.aggregator.surveys import ActionError
+from deniable.aggregator.web.statuses import refusal_status
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -58,11 +59,13 @@ def problem_response(
     return response
 
 
-def _http_error(exc: HTTPException) -> Response:
+def _http_error(exc: HTTPException, app: Flask) -> Response:
     status = exc.code or 500
     detail = DETAILS.get(status) or exc.description or HTTPStatus(status).phrase
-    if status == 413 and current_app.config.get("MAX_CONTENT_LENGTH"):
-        limit = current_app.config["MAX_CONTENT_LENGTH"]
+    if isinstance(exc, ClientDisconnected):  # werkzeug's word for a body the server cut short
+        detail = "the request body could not be read (it ended early); send it again"
+    if status == 413 and app.config.get("MAX_CONTENT_LENGTH"):
+        limit = app.config["MAX_CONTENT_LENGTH"]
         detail = f"the request body is larger than the limit of {limit} bytes; send less (e.g. a smaller batch)"
     headers = {}
     if exc.response is None:
@@ -76,8 +79,8 @@ def _problem(exc: Problem) -> Response:
     return problem_response(exc.status, exc.detail, headers=exc.headers, **exc.extra)
 
 
-def _action_error(exc: ActionError) -> Response:
-    return problem_response(exc.status, str(exc))
+def _refusal(exc: ActionError | LimitError) -> Response:
+    return problem_response(refusal_status(exc), str(exc))
 
 
 def _store_error(exc: Exception, logger: logging.Logger) -> Response:
@@ -102,15 +105,17 @@ def _unexpected(exc: Exception, logger: logging.Logger) -> Response:
     return problem_response(500, "internal error; the aggregator's log has the details")
 
 
-def response_for(exc: Exception, logger: logging.Logger) -> Response:
-    """The problem answering any exception but werkzeug's HTTP errors: what the app's error
-    handler answers, and what code answering without Flask (report_endpoint) answers."""
+def response_for(exc: Exception, app: Flask) -> Response:
+    """The problem answering any exception: what the app's error handlers answer, and what the
+    report endpoint (which answers without Flask's request handling) answers."""
+    logger = app.logger
+    if isinstance(exc, HTTPException):
+        return _http_error(exc, app)
     if isinstance(exc, Problem):
         return _problem(exc)
-    if isinstance(exc, ActionError):
-        return _action_error(exc)
-    if isinstance(exc, LimitError):  # a request over a documented limit, wherever it surfaced
-        return problem_response(exc.status, str(exc))
+    # A refused action, or a request over a documented limit wherever it surfaced.
+    if isinstance(exc, ActionError | LimitError):
+        return _refusal(exc)
     if isinstance(exc, StoreError | sqlite3.OperationalError):
         return _store_error(exc, logger)
     return _unexpected(exc, logger)
@@ -118,5 +123,5 @@ def response_for(exc: Exception, logger: logging.Logger) -> Response:
 
 def register(app: Flask) -> None:
     """Answer every error of the app as problem+json."""
-    app.register_error_handler(HTTPException, _http_error)
-    app.register_error_handler(Exception, lambda exc: response_for(exc, current_app.logger))
+    app.register_error_handler(HTTPException, lambda exc: _http_error(exc, current_app))
+    app.register_error_handler(Exception, lambda exc: response_for(exc, current_app))

@@ -1,20 +1,18 @@
-"""POST /api/v1/reports, the ingestion endpoint, answered straight from WSGI.
+"""POST /api/v1/reports, the ingestion endpoint: the one path every report takes.
 
 Checking, verifying and storing a report costs about as much CPU as Flask's per-request work
-(app and request contexts, routing, the session, a Response object), so the endpoint runs as a
-WSGI middleware in front of the Flask app. It answers the requests it can answer completely: a
-POST to the path with a JSON body sized by Content-Length within the body limit, that parses.
-Everything else goes to the Flask app, with the body given back: every other path, another
-content type, a chunked body, malformed JSON. Both answer through `answer` and the same
-problem+json renderers, so a report gets the same answer either way.
-
-With DENIABLE_RATE_LIMIT set, every report request must pass Flask-Limiter, so the Flask view
-answers them all and this middleware is not installed.
+(app and request contexts, routing, the session, a Response object), so every request to the
+path is answered here, in a WSGI layer in front of the Flask app, and never by a Flask view:
+the body is read through werkzeug's own size check (`get_input_stream`, as Flask reads it),
+parsed by bodies.parse_json_body (as every JSON route parses its body), counted against
+DENIABLE_RATE_LIMIT when set (limits.PostCounter, as enrollments are), ingested by `answer`,
+and any refusal answered by problems.response_for (as the Flask app answers its errors). The
+retention tick and the proxy headers are WSGI layers in front of this one (app.py). Other
+methods on the path go on to Flask, whose route for it only says which methods it takes.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -28,12 +26,13 @@ from flask import Flask
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.store import Store, open_store
 from deniable.aggregator.store.commit import GroupCommitter
-from deniable.aggregator.web import problems, retention
+from deniable.aggregator.web import problems
+from deniable.aggregator.web.bodies import parse_json_body, read_body
 from deniable.aggregator.web.db import EXTENSION as STORES
 from deniable.aggregator.web.db import SURVEYS
+from deniable.aggregator.web.limits import post_counter
 from deniable.aggregator.web.problems import Problem
 from deniable.aggregator.web.statuses import REPORT_STATUS
-from deniable.shared.canonical import JSONTextError, parse_json
 
 PATH = "/api/v1/reports"
 COMMITTER = "deniable.committer"
@@ -97,7 +96,7 @@ WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 class ReportEndpoint:
-    """WSGI middleware: answers report POSTs it can answer completely, passes on the rest."""
+    """WSGI layer: answers every POST to /api/v1/reports, passes on every other request."""
 
     def __init__(self, app: Flask, wsgi_app: WSGIApp):
         self.app = app
@@ -106,32 +105,10 @@ class ReportEndpoint:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != PATH or environ.get("REQUEST_METHOD") != "POST":
             return self.wsgi_app(environ, start_response)
-        mimetype = environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
-        length = environ.get("CONTENT_LENGTH", "")
-        limit = self.app.config.get("MAX_CONTENT_LENGTH")
-        if (
-            mimetype != "application/json"
-            or not (length.isascii() and length.isdigit())
-            or (limit is not None and int(length) > limit)
-        ):
-            return self.wsgi_app(environ, start_response)
         try:
-            data = environ["wsgi.input"].read(int(length))
-            body = parse_json(data)
-        except JSONTextError:  # the Flask view says what is wrong with it
-            environ["wsgi.input"] = io.BytesIO(data)
-            environ["CONTENT_LENGTH"] = str(len(data))
-            return self.wsgi_app(environ, start_response)
-        except Exception as exc:  # e.g. the server could not read the body
-            return self._problem(exc, environ, start_response)
-        timer = self.app.extensions.get(retention.EXTENSION)
-        if timer is not None:
-            timer.tick()
-        try:
-            with self.app.extensions[STORES].borrowed() as store:
-                status, text = answer(store, body, self.app)
+            status, text = respond(self.app, environ)
         except Exception as exc:
-            return self._problem(exc, environ, start_response)
+            return problems.response_for(exc, self.app)(environ, start_response)
         payload = text.encode("utf-8")
         start_response(
             _STATUS_LINES[status],
@@ -139,14 +116,21 @@ class ReportEndpoint:
         )
         return [payload]
 
-    def _problem(
-        self, exc: Exception, environ: dict[str, Any], start_response: StartResponse
-    ) -> Iterable[bytes]:
-        """The problem+json the Flask app answers for this exception."""
-        return problems.response_for(exc, self.app.logger)(environ, start_response)
+
+def respond(app: Flask, environ: dict[str, Any]) -> tuple[int, str]:
+    """The status and JSON text answering one report POST; raises what refuses it."""
+    counter = post_counter(app)
+    address = environ.get("REMOTE_ADDR") or "127.0.0.1"
+    if counter is not None:
+        counter.admit("reports", address)
+    data = read_body(environ, app.config.get("MAX_CONTENT_LENGTH"))
+    body = parse_json_body(data, environ.get("CONTENT_TYPE"))
+    if counter is not None:
+        counter.charge("reports", address, data)
+    with app.extensions[STORES].borrowed() as store:
+        return answer(store, body, app)
 
 
 def init_app(app: Flask) -> None:
-    """Serve report POSTs from `ReportEndpoint`, unless rate limits need the Flask view."""
-    if not app.config.get("RATE_LIMIT"):
-        app.wsgi_app = ReportEndpoint(app, app.wsgi_app)  # type: ignore[method-assign]
+    """Answer every report POST from `ReportEndpoint`, in front of the Flask app."""
+    app.wsgi_app = ReportEndpoint(app, app.wsgi_app)  # type: ignore[method-assign]

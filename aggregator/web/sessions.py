@@ -1,10 +1,12 @@
 """Dashboard sessions, kept server-side: the cookie holds a random id, the store its sha256.
 
-Logging out deletes the stored session, so every copy of the cookie ends with it; removing a
-token (`deniable-aggregator revoke-token`) deletes the sessions opened with it in the same
-transaction; a session lasts DENIABLE_SESSION_HOURS from its login. The cookie never holds the
-token or its stored hash: only the session id and Flask-WTF's CSRF secret, signed (and
-HttpOnly, SameSite=Strict, Secure over TLS: see dashboard.py).
+Logging out deletes the stored session, so every copy of the cookie ends with it; revoking a
+token (`deniable-aggregator token revoke`, the Accounts page) deletes the sessions opened with
+it in the same transaction, and a session whose token has expired or been revoked is refused
+on its next request; a session lasts DENIABLE_SESSION_HOURS from its login. A live session
+speaks for its token's `Principal` (docs/accounts.md), kept on `flask.g` for the request. The
+cookie never holds the token or its stored hash: only the session id and Flask-WTF's CSRF
+secret, signed (and HttpOnly, SameSite=Strict, Secure over TLS: see dashboard.py).
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from flask import current_app, request, session, url_for
+from flask import current_app, g, request, session, url_for
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import RoutingException
 
-from deniable.aggregator.credentials import digest, token_matches
+from deniable.aggregator import access
+from deniable.aggregator.access import Principal
+from deniable.aggregator.credentials import digest
+from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats.planning import MECHANISM_NAMES
 from deniable.aggregator.web.db import get_store
 from deniable.shared.survey import QUESTION_ID, format_timestamp
@@ -39,22 +44,39 @@ def _times() -> tuple[datetime, timedelta]:
     return datetime.now(UTC), timedelta(hours=current_app.config["SESSION_HOURS"])
 
 
-def log_in(token: str) -> bool:
+def log_in(token: str) -> Principal:
     """Open a session for a researcher token: a new id in a fresh cookie (any earlier content,
-    a planted id included, is dropped). False, and nothing changed, if the token is not valid."""
+    a planted id included, is dropped); the principal it speaks for. ActionError
+    unauthenticated, and nothing changed, if the token is unknown, revoked or expired (the
+    message says which)."""
     store = get_store()
-    if not token_matches(token, store.token_hashes()):  # constant time, as the API's check
-        return False
     now, lasts = _times()
+    try:
+        who = access.authenticate(store, token, format_timestamp(now))
+    except ActionError:
+        raise ActionError("unauthenticated", _refusal(token)) from None
     session_id = new_session_id()
     opened = store.open_session(
         digest(session_id), digest(token), format_timestamp(now), format_timestamp(now + lasts)
     )
-    if not opened:  # the token was removed meanwhile
-        return False
+    if not opened:  # revoked or expired meanwhile
+        raise ActionError("unauthenticated", "that token was revoked or expired just now")
     session.clear()
     session[SESSION_ID] = session_id
-    return True
+    return who
+
+
+def _refusal(token: str) -> str:
+    """What the login page says of a token access.authenticate refused: unknown, revoked or
+    expired, and what to do."""
+    found = get_store().token_by_hash(digest(token))
+    if found is None:
+        return (
+            "That token is not valid here. Ask an admin for one "
+            "(`deniable-aggregator token create ACCOUNT` on the server)."
+        )
+    state = "revoked" if found.revoked_at is not None else "expired"
+    return f"That token ({found.id}) has been {state}. Ask an admin for a new one."
 
 
 def _session_hash() -> str | None:
@@ -64,20 +86,32 @@ def _session_hash() -> str | None:
     return digest(session_id)
 
 
-def logged_in() -> bool:
-    """Whether the request's cookie names a live session (stored, its token stored, younger
-    than DENIABLE_SESSION_HOURS); a dead one is forgotten, in the store and the cookie."""
+def current_principal() -> Principal | None:
+    """Who the request's session speaks for: its token's principal when the session is live
+    (stored, younger than DENIABLE_SESSION_HOURS, its token neither revoked nor expired), else
+    None, and a dead session is forgotten, in the store and the cookie. Resolved once a request
+    and kept on `flask.g`."""
+    if "dashboard_principal" in g:
+        return g.dashboard_principal
+    who = None
     hashed = _session_hash()
     if hashed is not None:
         now, lasts = _times()
-        stored = get_store().session_token(
-            hashed, format_timestamp(now), opened_after=format_timestamp(now - lasts)
-        )
-        if stored is not None:
-            return True
-    if SESSION_ID in session:
+        store = get_store()
+        stamp = format_timestamp(now)
+        stored = store.session_token(hashed, stamp, opened_after=format_timestamp(now - lasts))
+        token = store.token_by_hash(stored) if stored is not None else None
+        if token is not None and token.live(stamp):
+            who = Principal.of_token(token)
+    if who is None and SESSION_ID in session:
         session.pop(SESSION_ID)
-    return False
+    g.dashboard_principal = who
+    return who
+
+
+def logged_in() -> bool:
+    """Whether the request's cookie names a live session (see current_principal)."""
+    return current_principal() is not None
 
 
 def log_out() -> None:
@@ -86,6 +120,7 @@ def log_out() -> None:
     if hashed is not None:
         get_store().end_session(hashed, format_timestamp(datetime.now(UTC)))
     session.clear()
+    g.dashboard_principal = None
 
 
 # -- where a login returns to ----------------------------------------------------------------

@@ -12,6 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.store import Store
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
@@ -115,7 +116,7 @@ def app(tmp_path) -> Iterator[Flask]:
     """An aggregator app on a fresh data directory, with one researcher token."""
     app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data"})
     with app.app_context():
-        get_store().add_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
+        get_store().add_admin_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
     yield app
 
 
@@ -160,7 +161,7 @@ def store(tmp_path, database_url: str | None) -> Iterator[Store]:
 @pytest.fixture
 def survey(store: Store, survey_doc: dict[str, Any]) -> Survey:
     """The open survey, created in `store`."""
-    record, _ = create_survey(store, survey_doc)
+    record, _ = create_survey(store, survey_doc, who=OPERATOR)
     return Survey.from_dict(record.resolved)
 
 

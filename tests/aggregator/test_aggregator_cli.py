@@ -47,6 +47,18 @@ def test_create_survey_prints_its_id(runner, client, survey_file):
     assert invoke(runner, "create-survey", str(survey_file)).exit_code == 0  # the same again
 
 
+def test_create_survey_with_an_owner(runner, client, survey_file):
+    refused = invoke(runner, "create-survey", str(survey_file), "--owner", "nobody")
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: no account 'nobody'")
+    assert client.get("/api/v1/surveys/habits").status_code == 404  # nothing made
+    assert invoke(runner, "account", "create", "alice").exit_code == 0
+    made = invoke(runner, "create-survey", str(survey_file), "--owner", "alice")
+    assert (made.exit_code, made.stdout) == (0, "habits\n")
+    token = invoke(runner, "token", "create", "alice").stdout.strip()
+    alice = {"Authorization": f"Bearer {token}"}
+    assert client.post("/api/v1/surveys/habits/close", headers=alice).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [("{", "not valid JSON"), ('{"id": "x"}', "title"), ("[]", "JSON object")],
@@ -120,7 +132,9 @@ def test_init_db(runner):
 def test_demo_fills_once(runner, auth, client):
     first = invoke(runner, "demo", "--no-serve", "--respondents", "120")
     assert first.exit_code == 0, first.output
-    assert "token:" in first.stdout and "http://127.0.0.1:8000" in first.stdout
+    assert "http://127.0.0.1:8000" in first.stdout
+    labels = [line.split(":")[0] for line in first.stdout.splitlines()]
+    assert labels.count("admin token") == labels.count("analyst token") == 1
     survey_id = demo_survey_doc()["id"]
     assert client.get(f"/api/v1/surveys/{survey_id}/results", headers=auth).get_json()["n"] == 120
     numbers = client.get("/api/v1/surveys/demo-numbers/results", headers=auth).get_json()
@@ -136,11 +150,16 @@ def test_demo_fills_once(runner, auth, client):
     assert second.exit_code == 0
     doc = client.get(f"/api/v1/surveys/{survey_id}/results", headers=auth).get_json()
     assert doc["n"] == 120
-    token = second.stdout.split("token:")[1].split()[0]
-    assert (
-        client.get("/api/v1/surveys", headers={"Authorization": f"Bearer {token}"}).status_code
-        == 200
-    )
+    token = second.stdout.split("admin token:")[1].split()[0]
+    analyst = second.stdout.split("analyst token:")[1].split()[0]
+    as_admin = {"Authorization": f"Bearer {token}"}
+    as_analyst = {"Authorization": f"Bearer {analyst}"}
+    assert client.get("/api/v1/surveys", headers=as_admin).status_code == 200
+    listed = client.get("/api/v1/surveys", headers=as_analyst).get_json()
+    assert sorted(s["id"] for s in listed["surveys"]) == ["demo-habits", "demo-numbers"]
+    assert client.get(f"/api/v1/surveys/{survey_id}/results", headers=as_analyst).status_code == 200
+    refused = client.post(f"/api/v1/surveys/{survey_id}/close", headers=as_analyst)
+    assert refused.status_code == 403  # an analyst reads and changes nothing
 
 
 def run(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -195,12 +214,11 @@ def test_revoking_a_token_ends_its_access(tmp_path):
     token = run(tmp_path, "create-token", "--name", "alice").stdout.strip()
     other = run(tmp_path, "create-token", "--name", "bob").stdout.strip()
     app = create_app({"DATA_DIR": str(tmp_path / "data")})
-    with app.app_context():
-        assert len(get_store().token_hashes()) == 2
     revoked = run(tmp_path, "revoke-token", "alice")
     assert revoked.returncode == 0 and revoked.stdout.strip() == "revoked 1 token(s) named 'alice'"
     with app.app_context():
-        assert get_store().token_hashes() == [credentials.digest(other)]
+        live = [t for t in get_store().list_tokens() if t.revoked_at is None]
+        assert [t.id for t in live] == [credentials.digest(other)[:12]]
     client = app.test_client()
     assert (
         client.get("/api/v1/surveys", headers={"Authorization": f"Bearer {token}"}).status_code

@@ -17,6 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.config import ConfigError, from_env
 from deniable.aggregator.ingest import ingest
@@ -32,6 +33,7 @@ from deniable.aggregator.stats.sketch_estimate import (
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
+from deniable.aggregator.web.statuses import refusal_status
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from deniable.shared.sketches import HCMS
@@ -68,7 +70,7 @@ DECODER_LIMIT = decoder_cells(HCMS.from_epsilon(k=8, m=16, epsilon=2.0), 5)
 def limited_app(tmp_path: Path, **config: Any) -> Flask:
     app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data", **config})
     with app.app_context():
-        get_store().add_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
+        get_store().add_admin_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
     return app
 
 
@@ -133,7 +135,7 @@ def test_the_decoder_limit_is_checked_before_any_decoder_is_built():
     DECODERS.clear()
     with pytest.raises(LimitError) as refused:
         results_document(survey, 0, {}, candidates=("fig", "kiwi", "lime"), limits=limits)
-    assert refused.value.status == 413
+    assert refused.value.kind == "too-large" and refusal_status(refused.value) == 413
     assert refused.value.setting == "DENIABLE_MAX_DECODER_CELLS"
     assert len(DECODERS) == 0  # nothing was built
     doc = results_document(survey, 0, {}, candidates=("fig", "kiwi"), limits=limits)
@@ -290,11 +292,13 @@ def test_survey_limits_on_the_cli_and_the_dashboard(tmp_path):
 def test_default_survey_limits_refuse_what_would_exhaust_the_aggregator(tmp_path, store):
     # The largest sketch (2 k m = 131,072 counters) fits; the ingestion of three would not.
     big = {"k": 16, "m": 4096}
-    record, created = create_survey(store, survey_of([text_question("a", ["x"], **big)], "one"))
+    record, created = create_survey(
+        store, survey_of([text_question("a", ["x"], **big)], "one"), who=OPERATOR
+    )
     assert created
     three = survey_of([text_question(q, ["x"], **big) for q in "abc"], "three")
     with pytest.raises(ValueError, match="DENIABLE_MAX_SURVEY_SKETCH_CELLS"):
-        create_survey(store, three)
+        create_survey(store, three, who=OPERATOR)
     # A thousand candidates on the default hcms sketch need a 34-million-cell decoder.
     many = survey_of(
         [{"id": "w", "text": "w?", "type": "text", "epsilon": 2.0, "candidates": [
@@ -302,7 +306,7 @@ def test_default_survey_limits_refuse_what_would_exhaust_the_aggregator(tmp_path
         "many",
     )  # fmt: skip
     with pytest.raises(ValueError, match="DENIABLE_MAX_DECODER_CELLS"):
-        create_survey(store, many)
+        create_survey(store, many, who=OPERATOR)
     assert store.get_survey("three") is None and store.get_survey("many") is None
 
 
@@ -356,7 +360,7 @@ def wide_reports(survey: Survey, count: int) -> list[dict[str, Any]]:
 
 
 def test_crosstab_and_breakdown_fold_chunks_into_the_very_same_floats(store, monkeypatch):
-    record, _ = create_survey(store, WIDE_DOC)
+    record, _ = create_survey(store, WIDE_DOC, who=OPERATOR)
     survey = Survey.from_dict(record.resolved)
     reports = wide_reports(survey, 600)
     assert {o.result for o in ingest(store, reports)} == {"accepted"}
@@ -442,7 +446,7 @@ def test_worst_requests_within_the_default_limits_stay_under_1_gb(tmp_path):
     store = SQLiteStore.in_data_dir(data)
     store.migrate()
     text_doc = worst_text_doc()
-    create_survey(store, text_doc)  # the default limits accept it
+    create_survey(store, text_doc, who=OPERATOR)  # the default limits accept it
     wide_doc = survey_of(
         [
             {"id": "a", "text": "A?", "type": "multi", "options": MULTI_OPTIONS, "epsilon": 1.0},
@@ -457,7 +461,7 @@ def test_worst_requests_within_the_default_limits_stay_under_1_gb(tmp_path):
         ],
         "worst-multi",
     )
-    record, _ = create_survey(store, wide_doc)
+    record, _ = create_survey(store, wide_doc, who=OPERATOR)
     wide = Survey.from_dict(record.resolved)
     truth = {"a": MULTI_OPTIONS[:3], "b": [], "g": "x"}
     for _ in range(MULTI_REPORTS // 1000):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats.csvsafe import csv_cell, write_csv
@@ -80,7 +81,7 @@ def hostile_app(app: Flask) -> Flask:
     options' estimates are negative)."""
     with app.app_context():
         store = get_store()
-        record, _ = create_survey(store, dict(DOC))
+        record, _ = create_survey(store, dict(DOC), who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         truths = [
             {"party": "plain", "city": "lagos", "smokes": "no", "drinks": -3} for _ in range(40)

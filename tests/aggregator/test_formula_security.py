@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deniable.aggregator import AnalysisError, regress
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats import formula as grammar
@@ -458,7 +459,7 @@ def test_over_http_the_model_limits_are_422s_naming_their_setting(server):
 def stored(app: Flask) -> Flask:
     with app.app_context():
         store = get_store()
-        create_survey(store, DOC)
+        create_survey(store, DOC, who=OPERATOR)
         assert all(o.result == "accepted" for o in ingest(store, reports()))
     return app
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deniable.aggregator import create_app
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.aggregator.surveys import create_survey
@@ -92,7 +93,7 @@ def test_parser_refuses_mutated_reports_with_report_error_only(report: Any) -> N
 def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     store = SQLiteStore.in_data_dir(tmp_path_factory.mktemp("hostile"))
     store.migrate()
-    create_survey(store, copy.deepcopy(SURVEY_DOC))
+    create_survey(store, copy.deepcopy(SURVEY_DOC), who=OPERATOR)
     yield store
     store.close()
 

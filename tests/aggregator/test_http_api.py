@@ -336,8 +336,9 @@ def test_an_unexpected_error_is_a_500_problem_without_a_traceback(app):
 
 def test_researcher_tokens_are_stored_hashed(app):
     with app.app_context():
-        hashes = get_store().token_hashes()
-    assert hashes == [credentials.digest("test-researcher-token")]
+        (token,) = get_store().list_tokens()
+        found = get_store().token_by_hash(credentials.digest("test-researcher-token"))
+    assert token.id == credentials.digest("test-researcher-token")[:12] and found == token
 
 
 def test_no_connection_is_opened_by_create_app(tmp_path):

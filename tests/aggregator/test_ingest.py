@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from deniable.aggregator import credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import ActionError, close_survey, create_survey, survey_or_404
-from deniable.aggregator.web.statuses import report_status
+from deniable.aggregator.web.statuses import refusal_status, report_status
 from deniable.shared import Survey, hour_now, sign_report
 from deniable.shared.signing import generate_key, public_key_text
 
@@ -97,7 +98,7 @@ def test_ids_no_store_can_hold_are_refused_not_looked_up(store, survey, report_f
     for bad in ("h\x00x", "x" * 65, "UPPER"):
         with pytest.raises(ActionError) as raised:
             survey_or_404(store, bad)
-        assert raised.value.status == 404
+        assert raised.value.kind == "not-found" and refusal_status(raised.value) == 404
 
 
 def test_a_report_id_reused_by_another_signed_report_is_refused(store, survey, report_for):
@@ -183,7 +184,7 @@ def test_not_a_report_is_refused(store, survey, value):
 def test_after_close_reports_are_refused_but_resends_stay_duplicates(store, survey, report_for):
     sent = report_for(survey)
     ingest(store, sent)
-    close_survey(store, survey.id)
+    close_survey(store, survey.id, who=OPERATOR)
     refused(store, survey, report_for(survey), 409, "closed")
     (outcome,) = ingest(store, sent)
     assert outcome.result == "duplicate"
@@ -191,14 +192,14 @@ def test_after_close_reports_are_refused_but_resends_stay_duplicates(store, surv
 
 def test_a_survey_past_its_closes_at_refuses_reports(store, survey_doc, report_for):
     record, _ = create_survey(
-        store, {**survey_doc, "id": "past", "closes_at": "2020-01-01T00:00:00Z"}
+        store, {**survey_doc, "id": "past", "closes_at": "2020-01-01T00:00:00Z"}, who=OPERATOR
     )
     survey = Survey.from_dict(record.resolved)
     refused(store, survey, report_for(survey), 409, "closed")
 
 
 def test_an_invite_only_survey_takes_only_enrolled_keys(store, invite_doc, report_for):
-    record, _ = create_survey(store, invite_doc)
+    record, _ = create_survey(store, invite_doc, who=OPERATOR)
     survey = Survey.from_dict(record.resolved)
     key = generate_key()
     refused(store, survey, report_for(survey, key), 403, "not enrolled")
@@ -243,7 +244,7 @@ def test_a_survey_closed_while_its_record_is_cached_still_refuses_reports(
     recent = RecordCache(ttl=3600)
     (first,) = ingest(store, report_for(survey), records=recent)
     assert first.result == "accepted"
-    close_survey(store, survey.id)
+    close_survey(store, survey.id, who=OPERATOR)
     assert recent.get(store, survey.id).closed_at is None  # the cached record is stale...
     (late,) = ingest(store, report_for(survey), records=recent)
     assert (late.result, report_status(late)) == ("rejected", 409)  # ...but the write refuses it

@@ -12,6 +12,7 @@ import pytest
 from flask import Flask
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.report_endpoint import ReportEndpoint
@@ -25,8 +26,8 @@ def limited_app(tmp_path: Any, **config: Any) -> tuple[Flask, Survey]:
     app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data", **config})
     with app.app_context():
         store = get_store()
-        store.add_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
-        record, _ = create_survey(store, dict(SURVEY_DOC))
+        store.add_admin_token(credentials.digest(TOKEN), "tests", "2026-01-01T00:00:00Z")
+        record, _ = create_survey(store, dict(SURVEY_DOC), who=OPERATOR)
     return app, Survey.from_dict(record.resolved)
 
 
@@ -149,11 +150,30 @@ def test_enrollments_count_one_each(tmp_path):
     assert_429(enroll({}))
 
 
-def test_the_rate_limit_sees_every_report_request(tmp_path):
-    """With a rate limit, no report skips it through the WSGI fast path."""
-    app, _ = limited_app(tmp_path, RATE_LIMIT="10/minute")
-    assert not isinstance(app.wsgi_app, ReportEndpoint)
-    assert isinstance(limited_app(tmp_path / "fast")[0].wsgi_app, ReportEndpoint)
+def test_the_rate_limit_sees_every_report_request(tmp_path, report_for):
+    """Reports take one path with or without a limit: the report endpoint, which counts them."""
+
+    def layers(app: Flask) -> list[type]:
+        found, wsgi = [], app.wsgi_app
+        while wsgi is not None:
+            found.append(type(wsgi))
+            wsgi = getattr(wsgi, "wsgi_app", getattr(wsgi, "app", None))
+        return found
+
+    limited, survey = limited_app(tmp_path, RATE_LIMIT="2/minute", TRUSTED_PROXIES=1)
+    assert ReportEndpoint in layers(limited) and ReportEndpoint in layers(
+        limited_app(tmp_path / "f")[0]
+    )
+    # Behind a trusted proxy the endpoint counts the forwarded address, as enrollments do.
+    forwarded = lambda who: limited.test_client().post(  # noqa: E731
+        "/api/v1/reports",
+        json=report_for(survey),
+        headers={"X-Forwarded-For": who},
+        environ_base={"REMOTE_ADDR": "10.0.0.1"},
+    )
+    assert [forwarded("192.0.2.7").status_code for _ in range(2)] == [201, 201]
+    assert_429(forwarded("192.0.2.7"))
+    assert forwarded("192.0.2.8").status_code == 201
 
 
 def test_rate_limit_setting_is_checked(tmp_path):

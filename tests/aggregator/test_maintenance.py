@@ -11,9 +11,11 @@ import pytest
 from flask import Flask
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.stats.analyze import tally
+from deniable.aggregator.store import AuditEntry, Store
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.retention import RetentionTimer
@@ -35,7 +37,7 @@ def loaded_survey(
     """The survey with 6 reports received 10 days ago (also returned) and 4 received now."""
     with app.app_context():
         store = get_store()
-        record, _ = create_survey(store, survey_doc)
+        record, _ = create_survey(store, survey_doc, who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         old = [report_for(survey, sent_at=hour_now(OLD)) for _ in range(6)]
         assert {o.result for o in ingest(store, old, now=OLD)} == {"accepted"}
@@ -125,12 +127,53 @@ def test_purge_needs_days(runner):
     assert result.exit_code == 1 and "DENIABLE_RETENTION_DAYS" in result.stderr
 
 
+def old_and_new_audit_entries(store: Store) -> None:
+    """Two audit entries of 10 days ago and one of now."""
+    now = datetime.now(UTC)
+    for moment in (OLD, OLD + timedelta(hours=1), now):
+        when = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        store.append_audit(AuditEntry(when, "alice", None, "habits", "results", {}))
+
+
+def actions_left(store: Store) -> list[str]:
+    return [entry.time for entry in store.iter_audit()]
+
+
+def test_purge_deletes_old_audit_entries(runner, app):
+    with app.app_context():
+        old_and_new_audit_entries(get_store())
+    assert runner.invoke(cli, ["purge", "--audit-days", "11"]).stdout == (
+        "purged 0 audit log entries over 11 day(s) old\n"
+    )
+    result = runner.invoke(cli, ["purge", "--audit-days", "7"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "purged 2 audit log entries over 7 day(s) old\n"  # no reports purged
+    with app.app_context():
+        assert len(actions_left(get_store())) == 1
+    assert runner.invoke(cli, ["purge", "--audit-days", "0"]).exit_code == 2
+
+
+def test_audit_retention_setting_purges_from_the_server_and_the_cli(tmp_path):
+    app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "d", "AUDIT_RETENTION_DAYS": 7})
+    with app.app_context():
+        old_and_new_audit_entries(get_store())
+    timer = app.extensions["deniable.retention"]
+    assert isinstance(timer, RetentionTimer) and timer.days is None
+    timer.purge()
+    with app.app_context():
+        assert len(actions_left(get_store())) == 1
+        old_and_new_audit_entries(get_store())
+    result = app.test_cli_runner().invoke(cli, ["purge"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "purged 2 audit log entries over 7 day(s) old\n"
+
+
 def test_retention_setting_purges_from_the_server(tmp_path, survey_doc, report_for):
     app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "d", "RETENTION_DAYS": 7})
     with app.app_context():
         store = get_store()
-        store.add_token(credentials.digest(TOKEN), "t", "2026-01-01T00:00:00Z")
-        record, _ = create_survey(store, survey_doc)
+        store.add_admin_token(credentials.digest(TOKEN), "t", "2026-01-01T00:00:00Z")
+        record, _ = create_survey(store, survey_doc, who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         ingest(store, [report_for(survey, sent_at=hour_now(OLD)) for _ in range(3)], now=OLD)
         ingest(store, [report_for(survey)])

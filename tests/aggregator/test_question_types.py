@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from deniable.aggregator import AnalysisError, analyze, breakdown, crosstab, regress
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import create_survey
@@ -32,7 +33,7 @@ ANSWERS = [{"answers": {"drinks": d, "used": u, "age": a, "apps": s}} for d, u, 
 
 @pytest.fixture
 def numbers(store: Store) -> Survey:
-    record, _ = create_survey(store, copy.deepcopy(NUMBERS_DOC))
+    record, _ = create_survey(store, copy.deepcopy(NUMBERS_DOC), who=OPERATOR)
     return Survey.from_dict(record.resolved)
 
 

@@ -25,6 +25,7 @@ from deniable.aggregator import (
     regress,
 )
 from deniable.aggregator import stats as stats_package
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.csvsafe import csv_cell
@@ -91,7 +92,7 @@ def objects(app, stored) -> dict[str, Any]:
         store = get_store()
         answers = StoredAnswers(store, DOC["id"])
         return {
-            "results": survey_results(store, DOC["id"], confidence=0.95),
+            "results": survey_results(store, DOC["id"], confidence=0.95, who=OPERATOR),
             "breakdown": breakdown(SURVEY, answers, *BREAKDOWN, 0.95),
             "crosstab": crosstab(SURVEY, answers, *CROSSTAB, 0.95),
             "regression": regress(

@@ -13,10 +13,11 @@ from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 from markupsafe import escape
 
-from deniable.aggregator import credentials, surveys
+from deniable.aggregator import access, credentials, surveys
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.params import ParamError, parse_candidates, parse_confidence, parse_flag
 from deniable.aggregator.web.db import get_store
+from deniable.aggregator.web.statuses import refusal_status
 from tests.aggregator.conftest import TOKEN
 from tests.aggregator.test_results_objects import BREAKDOWN, CROSSTAB, DOC, FORMULA
 from tests.aggregator.test_results_objects import stored as stored  # the survey, 600 reports
@@ -74,7 +75,12 @@ def test_results_are_the_same_on_the_api_the_cli_and_the_dashboard(
     assert cli_json(runner, "results", SURVEY_ID, *options) == from_api
     with app.app_context():
         service = surveys.results(
-            get_store(), SURVEY_ID, confidence=0.9, simultaneous=True, candidates=("x",)
+            get_store(),
+            SURVEY_ID,
+            who=access.OPERATOR,
+            confidence=0.9,
+            simultaneous=True,
+            candidates=("x",),
         )
     assert service.to_dict() == from_api and from_api["confidence"] == 0.9
     # The CSV: the API's, the dashboard's and the CLI's are the same bytes, those of the JSON.
@@ -227,10 +233,10 @@ def test_parse_confidence() -> None:
     assert parse_confidence("0.99", 0.9) == 0.99 and parse_confidence(0.5, 0.9) == 0.5
     with pytest.raises(ParamError) as refused:
         parse_confidence("1.5", 0.95)
-    assert refused.value.status == 400 and str(refused.value) == refusal("1.5")
+    assert refusal_status(refused.value) == 400 and str(refused.value) == refusal("1.5")
     with pytest.raises(ParamError) as in_body:
-        parse_confidence("0.9", 0.95, status=422, text=False)  # JSON sends a number
-    assert in_body.value.status == 422
+        parse_confidence("0.9", 0.95, kind="invalid", text=False)  # JSON sends a number
+    assert refusal_status(in_body.value) == 422
     with pytest.raises(ParamError):
         parse_confidence(None, 0.95, text=False)  # a JSON null is not a level
 
@@ -243,7 +249,7 @@ def test_parse_flag_and_candidates() -> None:
     assert parse_candidates(" Paris ,paris,, Lyon") == ("paris", "lyon")
     with pytest.raises(ParamError, match="at most 50") as many:
         parse_candidates(",".join(f"w{i}" for i in range(60)))
-    assert many.value.status == 400
+    assert refusal_status(many.value) == 400
 
 
 # -- invitations and closing: the same action from every edge ----------------------------------

@@ -17,14 +17,14 @@ EARLY = "2025-12-31T00:00:00Z"
 def test_a_session_needs_a_stored_token(store):
     assert not store.open_session("s1", "no-such-token", T0, LATER)
     assert store.session_token("s1", NOW, opened_after=EARLY) is None
-    store.add_token("t1", "alice", T0)
+    store.add_admin_token("t1", "alice", T0)
     assert store.open_session("s1", "t1", T0, LATER)
     assert store.session_token("s1", NOW, opened_after=EARLY) == "t1"
     assert store.session_token("s2", NOW, opened_after=EARLY) is None
 
 
 def test_ending_a_session_ends_it_and_only_it(store):
-    store.add_token("t1", "alice", T0)
+    store.add_admin_token("t1", "alice", T0)
     assert store.open_session("s1", "t1", T0, LATER)
     assert store.open_session("s2", "t1", T0, LATER)
     store.end_session("s1", NOW)
@@ -33,21 +33,21 @@ def test_ending_a_session_ends_it_and_only_it(store):
 
 
 def test_removing_a_token_ends_its_sessions_and_no_other(store):
-    store.add_token("t1", "alice", T0)
-    store.add_token("t2", "bob", T0)
+    store.add_admin_token("t1", "alice", T0)
+    store.add_admin_token("t2", "bob", T0)
     assert store.open_session("s1", "t1", T0, LATER)
     assert store.open_session("s2", "t2", T0, LATER)
     assert store.remove_tokens("alice") == 1
     assert store.session_token("s1", NOW, opened_after=EARLY) is None
     assert store.session_token("s2", NOW, opened_after=EARLY) == "t2"
-    # Gone from the table, not merely hidden: a token made again with the same hash (it cannot
-    # be, 256 random bits; here by hand) does not bring the session back.
-    store.add_token("t1", "alice", NOW)
-    assert store.session_token("s1", NOW, opened_after=EARLY) is None
+    # Gone from the table, not merely hidden; the token is kept (revoked) for the audit log.
+    assert _session_rows(store) == ["s2"]
+    assert store.token_by_hash("t1").revoked_at is not None
+    assert not store.open_session("s3", "t1", NOW, LATER)
 
 
 def test_an_expired_or_too_old_session_is_refused_and_deleted(store):
-    store.add_token("t1", "alice", T0)
+    store.add_admin_token("t1", "alice", T0)
     assert store.open_session("old", "t1", T0, LATER)
     assert store.open_session("young", "t1", NOW, "2026-01-01T18:00:00Z")
     # Past expires_at: refused, and the row goes.
@@ -59,7 +59,7 @@ def test_an_expired_or_too_old_session_is_refused_and_deleted(store):
 
 
 def test_expired_sessions_are_purged_at_login_and_logout(store):
-    store.add_token("t1", "alice", T0)
+    store.add_admin_token("t1", "alice", T0)
     assert store.open_session("a", "t1", T0, NOW)
     assert store.open_session("b", "t1", T0, LATER)
     assert store.open_session("c", "t1", NOW, LATER)  # a's expiry: a goes
@@ -74,6 +74,16 @@ def _session_rows(store) -> list[str]:
     return [row[0] for row in rows]
 
 
+def _old_token(store, token_hash: str, name: str) -> None:
+    """A token as the schema before accounts stored it (hash, name, created_at)."""
+    with store._write() as conn:
+        store._run(
+            conn,
+            "INSERT INTO tokens (hash, name, created_at) VALUES (?, ?, ?)",
+            (token_hash, name, T0),
+        )
+
+
 def test_the_sessions_migration_upgrades_an_sqlite_database(tmp_path, monkeypatch):
     import deniable.aggregator.store.sqlite as sqlite_store
 
@@ -81,11 +91,11 @@ def test_the_sessions_migration_upgrades_an_sqlite_database(tmp_path, monkeypatc
     store = SQLiteStore.in_data_dir(tmp_path / "d")
     monkeypatch.setattr(sqlite_store, "MIGRATIONS", current[:2])  # before sessions
     assert store.migrate() == 2
-    store.add_token("t1", "alice", T0)
+    _old_token(store, "t1", "alice")
     store.create_survey("s", "{}", "h" * 64, {"q": 2}, T0)
     assert "sessions" not in store.db.table_names()
     monkeypatch.setattr(sqlite_store, "MIGRATIONS", current)
-    assert store.migrate() == len(current) == 3
+    assert store.migrate() == len(current) == 4
     assert store.token_hashes() == ["t1"] and store.get_survey("s") is not None
     assert store.open_session("s1", "t1", T0, LATER)
     assert store.session_token("s1", NOW, opened_after=EARLY) == "t1"
@@ -101,13 +111,13 @@ def test_the_sessions_migration_upgrades_a_postgres_database(postgres_cluster, m
     try:
         monkeypatch.setattr(postgres_store, "MIGRATIONS", current[:4])  # before sessions
         assert store.migrate() == 4
-        store.add_token("t1", "alice", T0)
+        _old_token(store, "t1", "alice")
         store.create_survey("s", "{}", "h" * 64, {"q": 2}, T0)
         with store._conn() as conn:
             assert conn.execute("SELECT to_regclass('sessions')").fetchone()[0] is None
         monkeypatch.setattr(postgres_store, "MIGRATIONS", current)
-        assert store.migrate() == len(current) == 5
-        assert store.schema_version() == 5
+        assert store.migrate() == len(current) == 6
+        assert store.schema_version() == 6
         assert store.token_hashes() == ["t1"] and store.get_survey("s") is not None
         assert store.open_session("s1", "t1", T0, LATER)
         assert store.session_token("s1", NOW, opened_after=EARLY) == "t1"

@@ -52,6 +52,7 @@ def test_migrations_bring_a_new_file_to_the_current_version_once(tmp_path):
     assert store.migrate() == len(MIGRATIONS)  # idempotent
     tables = set(store.db.table_names())
     assert {"surveys", "reports", "tallies", "tokens", "invitations", "enrollments"} <= tables
+    assert {"sessions", "accounts", "grants", "audit"} <= tables
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
@@ -319,13 +320,19 @@ def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
     assert after.consistent and after.purged_n == 5 and after.counted == support
 
 
-def test_tokens_are_removed_by_name(fresh):
-    fresh.add_token("h1", "alice", "2026-01-01T00:00:00Z")
-    fresh.add_token("h2", "alice", "2026-01-01T00:00:00Z")
-    fresh.add_token("h3", "bob", "2026-01-01T00:00:00Z")
-    assert fresh.remove_tokens("alice") == 2
-    assert fresh.remove_tokens("alice") == 0
-    assert fresh.token_hashes() == ["h3"]
+def test_tokens_are_revoked_by_name(fresh):
+    fresh.add_admin_token("h1", "alice", "2026-01-01T00:00:00Z")
+    fresh.add_admin_token("h2", "alice", "2026-01-01T00:00:00Z")
+    fresh.add_admin_token("h3", "bob", "2026-01-01T00:00:00Z")
+    assert fresh.remove_tokens("alice", "2026-01-02T00:00:00Z") == 2
+    assert fresh.remove_tokens("alice", "2026-01-03T00:00:00Z") == 0
+    assert fresh.token_hashes("2026-01-04T00:00:00Z") == ["h3"]
+    # Kept, revoked at the first revocation, for the audit log's sake.
+    assert [t.revoked_at for t in fresh.list_tokens()] == [
+        "2026-01-02T00:00:00Z",
+        "2026-01-02T00:00:00Z",
+        None,
+    ]
 
 
 def test_answer_counts_are_counted_by_the_database(fresh):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import create_survey
@@ -61,7 +62,7 @@ def answers(rng: random.Random) -> dict[str, str]:
 
 @pytest.fixture
 def cities(store: Store) -> Survey:
-    record, _ = create_survey(store, copy.deepcopy(TEXT_DOC))
+    record, _ = create_survey(store, copy.deepcopy(TEXT_DOC), who=OPERATOR)
     return Survey.from_dict(record.resolved)
 
 
@@ -116,7 +117,7 @@ def test_rappor_selects_among_more_candidates_than_its_bits_resolve(store: Store
     doc["questions"][2]["rappor"] = {"k": 8, "h": 1, "m": 2, "f": "1/4", "p": "1/4", "q": "3/4"}
     words = ["cannabis", "alcohol", *(f"word {i}" for i in range(38))]
     doc["questions"][2]["candidates"] = words
-    record, _ = create_survey(store, doc)
+    record, _ = create_survey(store, doc, who=OPERATOR)
     survey = Survey.from_dict(record.resolved)
     rng = random.Random(9)
     truth = {"city": "lagos", "app": "mail"}
@@ -126,7 +127,7 @@ def test_rappor_selects_among_more_candidates_than_its_bits_resolve(store: Store
         for _ in range(3000)
     ]  # fmt: skip
     assert {o.result for o in ingest(store, reports)} == {"accepted"}
-    rows = results(store, "cities")["questions"][2]["options"]
+    rows = results(store, "cities", who=OPERATOR)["questions"][2]["options"]
     assert len(rows) == 40 and {r["option"] for r in rows} == set(words)
     top = {r["option"]: r for r in rows[:2]}
     assert set(top) == {"cannabis", "alcohol"}
@@ -144,7 +145,7 @@ def test_reports_fill_the_sketches_and_the_results_rank_the_candidates(
     rng = random.Random(5)
     reports = [make_report(cities, answers(rng), generate_key()) for _ in range(3000)]
     assert {o.result for o in ingest(store, reports)} == {"accepted"}
-    doc = results(store, "cities")
+    doc = results(store, "cities", who=OPERATOR)
     city = doc["questions"][0]
     assert city["type"] == "text" and city["n"] == 3000
     assert [o["option"] for o in city["options"][:2]] == ["lagos", "kano"]
@@ -152,7 +153,9 @@ def test_reports_fill_the_sketches_and_the_results_rank_the_candidates(
         truth = CITIES.get(row["option"], 0.0)
         assert abs(row["estimate"] - truth) <= 5 * row["stderr"], row
         assert row["support"] is None and row["share"] == min(max(row["estimate"], 0), 1)
-    asked = results(store, "cities", candidates=("jos", "lagos"))["questions"][0]["options"]
+    asked = results(store, "cities", candidates=("jos", "lagos"), who=OPERATOR)["questions"][0][
+        "options"
+    ]
     labels = [o["option"] for o in asked]
     assert "jos" in labels and labels.count("lagos") == 1 and len(labels) == 5
     drug = doc["questions"][2]["options"]

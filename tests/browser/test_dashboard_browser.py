@@ -8,6 +8,7 @@ from typing import Any
 import requests
 from playwright.sync_api import expect
 
+from deniable.aggregator.credentials import digest
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 
@@ -173,3 +174,49 @@ def test_analysis_page_breakdown_and_regression(live_server: Any, page: Any) -> 
     page.get_by_label("Formula").fill("smokes ~ region")
     page.get_by_role("button", name="Fit").click()
     expect(page.locator("#regression-result")).to_contain_text("region[T.south]")
+
+
+def test_accounts_people_and_a_revoked_token(live_server: Any, browser: Any, page: Any) -> None:
+    """An admin makes an account and its token on the Accounts page and grants it analyst on
+    the People tab; the analyst sees the survey without Close or People; revoked, it is back at
+    the login on its next request."""
+    fill(live_server, 30)
+    login(page, live_server, live_server.token)
+    page.wait_for_url(f"{live_server.url}/")
+    page.get_by_role("link", name="Accounts").click()
+    page.get_by_label("Name").fill("team")
+    page.get_by_role("button", name="Create account").click()
+    expect(page.get_by_role("status").first).to_contain_text("Account 'team' created.")
+    page.select_option("#token-account", "team")
+    page.get_by_label("Label").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.locator(".new-token")).to_contain_text("Copy it now")
+    token = page.locator("#new-token").input_value()
+    assert len(token) > 20
+    page.goto(f"{live_server.url}/surveys/browser")
+    page.get_by_role("link", name="People").click()
+    page.get_by_label("Account").fill("team")
+    page.select_option("#grant-role", "analyst")
+    page.get_by_role("button", name="Grant").click()
+    expect(page.locator("#people")).to_contain_text("team")
+
+    context = browser.new_context()
+    analyst = context.new_page()
+    try:
+        login(analyst, live_server, token)
+        analyst.wait_for_url(f"{live_server.url}/")
+        analyst.get_by_role("link", name="Browser survey").click()
+        analyst.wait_for_url(f"{live_server.url}/surveys/browser")
+        assert analyst.locator("svg.chart").count() == 2
+        assert analyst.get_by_role("button", name="Close the survey").count() == 0
+        assert analyst.get_by_role("link", name="People").count() == 0
+        assert analyst.get_by_role("link", name="Accounts").count() == 0
+
+        page.goto(f"{live_server.url}/accounts")
+        page.get_by_role("button", name=f"Revoke token {digest(token)[:12]}").click()
+        expect(page.get_by_role("status").first).to_contain_text("is revoked")
+        analyst.reload()
+        assert analyst.url.startswith(f"{live_server.url}/login")
+        assert "Browser survey" not in analyst.content()
+    finally:
+        context.close()

@@ -12,6 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.surveys import create_survey, utc_now
 from deniable.aggregator.web.db import get_store
@@ -56,9 +57,9 @@ def app(tmp_path: Path) -> Iterator[Flask]:
     app = create_app({"DATA_DIR": str(tmp_path / "data"), "TESTING": True})
     with app.app_context():
         store = get_store()
-        store.add_token(credentials.digest(TOKEN), "tests", utc_now())
-        create_survey(store, DOC)
-        create_survey(store, EMPTY_DOC)
+        store.add_admin_token(credentials.digest(TOKEN), "tests", utc_now())
+        create_survey(store, DOC, who=OPERATOR)
+        create_survey(store, EMPTY_DOC, who=OPERATOR)
         survey = Survey.from_dict(DOC)
         keys = [generate_key() for _ in range(80)]
         # Invite-only: enroll each key directly in the store (as the enrollment endpoint would).

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
@@ -35,7 +36,7 @@ def with_covariates(app):
     rng = np.random.default_rng(0)
     with app.app_context():
         store = get_store()
-        create_survey(store, DOC)
+        create_survey(store, DOC, who=OPERATOR)
         survey = Survey.from_dict(DOC)
         reports = [
             make_report(

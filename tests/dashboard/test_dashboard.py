@@ -10,6 +10,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
 from tests.dashboard.conftest import DOC, SECRET_TITLE, TOKEN, csrf_of
@@ -248,6 +249,20 @@ def test_invitations_and_close(researcher: FlaskClient) -> None:
     assert "closed" in html and "Close the survey" not in html
 
 
+@pytest.mark.parametrize("count", ["0", "abc", "1001", " ", "-3", "²"])
+def test_a_bad_invitation_count_is_said_by_the_action(researcher: FlaskClient, count: str) -> None:
+    """The form's count is checked once, by the action (surveys.invite), whose words show."""
+    csrf = csrf_of(researcher.get("/surveys/habits").get_data(as_text=True))
+    response = researcher.post(
+        "/surveys/habits/invitations",
+        data={"count": count, "csrf_token": csrf},
+        follow_redirects=True,
+    )
+    html = response.get_data(as_text=True)
+    assert "count: expected a whole number from 1 to 1000" in html
+    assert not re.findall(r"\b[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}\b", html)
+
+
 def test_plan_form_matches_cli_number(researcher: FlaskClient) -> None:
     html = researcher.get("/surveys/new?epsilon=1&margin=0.05&options=2&confidence=0.95").get_data(
         as_text=True
@@ -320,7 +335,7 @@ def test_long_words_wrap_and_right_to_left_text_is_isolated(
         "closes_at": "0001-01-01T00:00:00Z",
     }
     with app.app_context():
-        create_survey(get_store(), doc)
+        create_survey(get_store(), doc, who=OPERATOR)
     listing = researcher.get("/").get_data(as_text=True)
     assert "<bdi>" + "x" * 500 + "\u202e evil</bdi>" in listing
     assert "0001-01-01 00:00 UTC" in listing

@@ -1,6 +1,7 @@
 """No GET changes anything: every GET route is one reviewed as a read, and requesting each of
 them, with the queries a hostile link could carry, leaves the database as it was (dashboard
-sessions aside: a dead session is deleted when its cookie comes back)."""
+sessions aside: a dead session is deleted when its cookie comes back; and the audit log,
+which records reads too: docs/accounts.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from tests.dashboard.conftest import TOKEN
 
 #: Every endpoint that answers GET, each reviewed: it reads (the store, a file or its
 #: arguments) and writes nothing. Rate-limit counters, the retention timer (a purge the
-#: operator's DENIABLE_RETENTION_DAYS schedules, whatever the request) and the purge of expired
-#: dashboard sessions are the only state a GET may touch. A new GET route fails this test until
+#: operator's DENIABLE_RETENTION_DAYS schedules, whatever the request), the purge of expired
+#: dashboard sessions and the audit log's record of the read are the only state a GET may
+#: touch. A new GET route fails this test until
 #: it is reviewed and added here.
 REVIEWED_READS = {
     "static": "the respondent page's scripts and styles",
@@ -30,6 +32,8 @@ REVIEWED_READS = {
     "api.reports_jsonl": "the stored reports, streamed",
     "api.breakdown": "a bounded analysis of two question ids",
     "api.crosstab": "a bounded analysis of two question ids",
+    "api.people": "who has which role on a survey (PUT and DELETE change)",
+    "api.survey_audit": "a survey's audit log, streamed",
     "respond.page": "the respondent page",
     "dashboard.login": "the login form (POST logs in)",
     "dashboard.surveys": "the survey list",
@@ -40,6 +44,11 @@ REVIEWED_READS = {
     "dashboard.download_csv": "the results as CSV",
     "dashboard.download_reports": "the stored reports, streamed",
     "dashboard.new_survey": "the form and the planner's arithmetic (POST creates)",
+    "dashboard.people": "who has which role on a survey (POST grants)",
+    "dashboard.accounts_page": "accounts and their tokens' ids (POSTs to other paths change)",
+    "dashboard.audit_log": "the audit log's newest entries",
+    "dashboard.survey_audit": "a survey's audit log's newest entries",
+    "dashboard.survey_audit_jsonl": "a survey's audit log, streamed",
 }
 
 #: What a link may point a logged-in researcher's browser at.
@@ -58,6 +67,14 @@ GETS = [
     "/surveys/new?epsilon=1&margin=0.05&document=%7B%7D",
     "/surveys/habits/close",
     "/surveys/habits/invitations?count=5",
+    "/surveys/habits/people?account=tests&role=analyst",
+    "/surveys/habits/people/revoke?account=tests",
+    "/accounts?name=evil&admin=1",
+    "/accounts/tokens?account=tests",
+    "/accounts/tokens/revoke?token_id=000000000000",
+    "/audit",
+    "/surveys/habits/audit",
+    "/surveys/habits/audit.jsonl",
     "/logout",
     "/assets/dashboard.css",
     "/static/deniable.js",
@@ -74,14 +91,26 @@ GETS = [
     "/api/v1/surveys/habits/regression?formula=smokes+~+party",
     "/api/v1/surveys/habits/close",
     "/api/v1/surveys/habits/invitations",
+    "/api/v1/surveys/habits/people",
+    "/api/v1/surveys/habits/people/tests?role=analyst",
+    "/api/v1/surveys/habits/audit.jsonl?since=2000-01-01",
     "/api/v1/reports",
 ]
 
 
+#: Tables a GET may add rows to: dashboard sessions (a dead one is deleted) and the audit log
+#: (reads are recorded, with their sequence numbers).
+_TOUCHED = (
+    'INSERT INTO "sessions"',
+    'INSERT INTO "audit"',
+    "INSERT INTO \"sqlite_sequence\" VALUES('audit'",
+)
+
+
 def _dump(app: Flask) -> list[str]:
-    """Every row of every table but the dashboard sessions, as SQL text."""
+    """Every row of every table but the dashboard sessions and the audit log, as SQL text."""
     with sqlite3.connect(Path(app.config["DATA_DIR"]) / DB_FILE) as conn:
-        return [line for line in conn.iterdump() if not line.startswith('INSERT INTO "sessions"')]
+        return [line for line in conn.iterdump() if not line.startswith(_TOUCHED)]
 
 
 def test_every_get_route_is_a_reviewed_read(app: Flask) -> None:
@@ -100,7 +129,15 @@ def test_no_get_changes_the_database(app: Flask, researcher: FlaskClient) -> Non
             response.close()
             statuses[path] = response.status_code
     assert all(status < 500 for status in statuses.values()), statuses
-    for post_only in ("/surveys/habits/close", "/logout", "/api/v1/surveys/habits/close"):
-        assert statuses[post_only] == 405
+    for post_only in (
+        "/surveys/habits/close",
+        "/logout",
+        "/api/v1/surveys/habits/close",
+        "/surveys/habits/people/revoke?account=tests",
+        "/accounts/tokens?account=tests",
+        "/accounts/tokens/revoke?token_id=000000000000",
+        "/api/v1/surveys/habits/people/tests?role=analyst",
+    ):
+        assert statuses[post_only] == 405, post_only
     assert researcher.get("/").status_code == 200  # still logged in: GET /logout ends nothing
     assert _dump(app) == before

@@ -10,6 +10,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
@@ -23,7 +24,7 @@ def numbers(app: Flask) -> Survey:
     """The numbers survey with 60 reports: drinks 0..19, two options used, ages 20..79."""
     with app.app_context():
         store = get_store()
-        record, _ = create_survey(store, copy.deepcopy(NUMBERS_DOC))
+        record, _ = create_survey(store, copy.deepcopy(NUMBERS_DOC), who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         reports = [
             make_report(
@@ -80,7 +81,7 @@ def test_a_breakdown_of_a_mean_is_drawn_on_its_scale(app: Flask, researcher: Fla
     )  # fmt: skip
     with app.app_context():
         store = get_store()
-        record, _ = create_survey(store, doc)
+        record, _ = create_survey(store, doc, who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         truth = {"drinks": 5, "used": [], "age": 30, "apps": []}
         reports = [

@@ -82,7 +82,7 @@ def test_logging_out_ends_only_that_session(app: Flask, researcher: FlaskClient)
 
 def test_a_session_opened_before_revocation_gets_the_login_page_afterwards(app: Flask) -> None:
     with app.app_context():
-        get_store().add_token(digest("bobs-token"), "bob", utc_now())
+        get_store().add_admin_token(digest("bobs-token"), "bob", utc_now())
     alice, bob = app.test_client(), app.test_client()
     _log_in(alice, TOKEN)  # the fixture's token, named "tests"
     _log_in(bob, "bobs-token")

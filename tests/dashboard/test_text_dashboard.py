@@ -11,6 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
@@ -23,7 +24,7 @@ from tests.aggregator.test_text_questions import TEXT_DOC, answers
 def cities(app: Flask) -> Survey:
     with app.app_context():
         store = get_store()
-        record, _ = create_survey(store, copy.deepcopy(TEXT_DOC))
+        record, _ = create_survey(store, copy.deepcopy(TEXT_DOC), who=OPERATOR)
         survey = Survey.from_dict(record.resolved)
         rng = random.Random(3)
         reports = [make_report(survey, answers(rng), generate_key()) for _ in range(2000)]

@@ -20,6 +20,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from deniable.aggregator import create_app, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
@@ -102,10 +103,10 @@ def _app() -> Any:
     app = create_app({"DATA_DIR": DATA, "MAX_BATCH": 20})
     with app.app_context():
         store = get_store()
-        store.add_token(credentials.digest(TOKEN), "schemathesis", "2026-01-01T00:00:00Z")
-        create_survey(store, copy.deepcopy(SURVEY_DOC))
-        create_survey(store, copy.deepcopy(NUMBERS_DOC))
-        create_survey(store, copy.deepcopy(TEXT_DOC))
+        store.add_admin_token(credentials.digest(TOKEN), "schemathesis", "2026-01-01T00:00:00Z")
+        create_survey(store, copy.deepcopy(SURVEY_DOC), who=OPERATOR)
+        create_survey(store, copy.deepcopy(NUMBERS_DOC), who=OPERATOR)
+        create_survey(store, copy.deepcopy(TEXT_DOC), who=OPERATOR)
     return app
 
 

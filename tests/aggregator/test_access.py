@@ -4,7 +4,7 @@ speaks for, each standing's actions, the refusals' kinds and words, what a princ
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -16,16 +16,7 @@ from deniable.aggregator.surveys import create_survey
 from tests.aggregator.conftest import SURVEY_DOC
 
 NOW = "2026-06-01T12:00:00Z"
-EVERY_ACTION: tuple[access.Action, ...] = (
-    "view",
-    "results",
-    "analyze",
-    "export",
-    "invite",
-    "close",
-    "grant",
-    "audit",
-)
+EVERY_ACTION: tuple[access.Action, ...] = get_args(access.Action)
 
 
 def doc(survey_id: str) -> dict[str, Any]:

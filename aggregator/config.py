@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from deniable.shared.errors import DeniableError
 
@@ -88,6 +91,87 @@ def _rate(name: str) -> Callable[[str], str]:
         return text.strip()
 
     parse.kind = "rate"
+    return parse
+
+
+#: At most this many origins: the list is written by hand, one per place hosting a page.
+MAX_ORIGINS = 100
+
+_HOST = re.compile(
+    r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def parse_origin(text: str) -> str:
+    """`text` as a browser sends it in Origin: `scheme://host[:port]`, lower case, no default
+    port. ValueError says what is wrong."""
+    given = text.strip()
+    if given == "*":
+        raise ValueError(
+            "'*' is not allowed: it would let any web page fetch surveys and send reports and "
+            "enrollments from its visitors' browsers; list the origins that host your pages"
+        )
+    example = "like https://pages.example.org or http://localhost:8080"
+    if any(char.isspace() or not char.isprintable() for char in given):
+        raise ValueError(f"{given[:80]!r}: an origin has no spaces or control characters")
+    if not given.isascii():
+        raise ValueError(f"{given[:80]!r}: write the host in its ASCII (punycode) form, {example}")
+    try:
+        parts = urlsplit(given.removesuffix("/"))
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{given[:80]!r} is not an origin; write one {example}") from None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if scheme not in _DEFAULT_PORTS:
+        raise ValueError(f"{given[:80]!r}: expected an http or https origin, {example}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{given[:80]!r}: an origin has no user or password; {example}")
+    bracketed = parts.netloc.startswith("[")
+    if not (bracketed and _ipv6(host)) and not _HOST.fullmatch(host):
+        raise ValueError(f"{given[:80]!r}: not a host name; write an origin {example}")
+    if parts.path or parts.query or parts.fragment or "?" in given or "#" in given:
+        raise ValueError(f"{given[:80]!r}: an origin has no path, query or fragment; {example}")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"{given[:80]!r}: the port must be from 1 to 65535")
+    shown = f"[{host}]" if bracketed else host
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{shown}"
+    return f"{scheme}://{shown}:{port}"
+
+
+def _ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_origins(given: object) -> tuple[str, ...]:
+    """The origins of DENIABLE_PAGE_ORIGINS (comma-separated text, or a list of them),
+    normalized as browsers send them; empty when unset. ValueError says which one is wrong."""
+    if given is None:
+        return ()
+    if not isinstance(given, str | list | tuple):
+        raise ValueError(f"expected origins as text or a list, got {type(given).__name__}")
+    items = given.split(",") if isinstance(given, str) else list(given)
+    if not all(isinstance(item, str) for item in items):
+        raise ValueError("expected origins as text, like https://pages.example.org")
+    items = [item for item in items if item.strip()]
+    if len(items) > MAX_ORIGINS:
+        raise ValueError(f"at most {MAX_ORIGINS} origins, got {len(items)}")
+    return tuple(dict.fromkeys(parse_origin(item) for item in items))
+
+
+def _origins(name: str) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        try:
+            return parse_origins(text)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+
+    parse.kind = "origins, comma-separated"
     return parse
 
 
@@ -303,6 +387,18 @@ SETTINGS: dict[str, Setting] = {
         "new survey with more gets 422 naming this setting. The default holds two of the "
         "largest hcms sketches.",
     ),
+    # Pages hosted elsewhere (`deniable page export`) that may call the respondent endpoints.
+    "PAGE_ORIGINS": _setting(
+        "DENIABLE_PAGE_ORIGINS",
+        _origins("DENIABLE_PAGE_ORIGINS"),
+        None,
+        "Origins (`scheme://host[:port]`, http or https, comma-separated) of pages hosted "
+        "elsewhere, e.g. an exported page (`deniable page export`), that may fetch a survey, "
+        "enroll and send reports from the browser (CORS on those three endpoints only; "
+        "researcher routes never answer another origin). `*` is refused: list each origin. "
+        "Unset, only the aggregator's own `/s/<id>` pages can send from a browser (see "
+        "[CORS](operations.md#pages-hosted-elsewhere-cors)).",
+    ),
 }
 
 
@@ -333,6 +429,10 @@ def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
         or not 0 < confidence < 1
     ):
         raise ConfigError(f"CONFIDENCE: expected a number between 0 and 1, got {confidence!r}")
+    try:
+        fixed["PAGE_ORIGINS"] = parse_origins(config.get("PAGE_ORIGINS"))
+    except ValueError as exc:
+        raise ConfigError(f"PAGE_ORIGINS: {exc}") from None
     for key in ("MAX_BATCH", "CLOCK_SKEW", "MAX_INVITATIONS", "BUSY_TIMEOUT"):
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

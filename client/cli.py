@@ -19,6 +19,7 @@ import click
 from deniable.client.client import DEFAULT_EPSILON_CAP, Client, check_true_answers
 from deniable.client.errors import ClientError
 from deniable.client.explain import PLAIN_NOTICE, explain_survey, question_lines, total_lines
+from deniable.client.export import export_page
 from deniable.client.http import client_version
 from deniable.client.page import server_of, verify_page
 from deniable.client.receipt import Receipt
@@ -337,22 +338,63 @@ def sync(ctx: click.Context) -> None:
 @click.argument("url")
 @edge
 def verify_page_command(url: str) -> None:
-    """Check that a survey page's code is the code in your installed deniable (the page
-    randomizes in the browser with scripts the aggregator serves)."""
-    checks = verify_page(url)
-    for check in checks:
-        mark = "same" if check.same else "DIFFERENT"
-        click.echo(f"{check.name}: {mark}")
-        click.echo(f"  served    sha256 {check.served_sha256}  {check.url}")
-        click.echo(f"  installed sha256 {check.installed_sha256}  deniable {client_version()}")
-    different = [c.name for c in checks if not c.same]
-    if different:
-        fail(
-            f"{', '.join(different)} served by {server_of(url)} differ from your installed "
-            "deniable: do not answer on that page (another version, or altered code); use "
-            "`deniable answer` instead"
+    """Check that a survey page's code is the code in your installed deniable, and that the
+    survey it pins is the one its aggregator publishes (URL: the aggregator's /s/SURVEY, or an
+    exported page's address wherever it is hosted)."""
+    verdict = verify_page(url)
+    for check in verdict.checks:
+        click.echo(f"{check.name}: {'same' if check.same else 'DIFFERENT'}")
+        for line in check.details:
+            click.echo(f"  {line}")
+    problems = []
+    code = sorted({c.name for c in verdict.checks if not c.same and c.kind == "code"})
+    if code:
+        problems.append(
+            f"{', '.join(code)} served by {server_of(verdict.url)} differ from your installed "
+            f"deniable {client_version()}: do not answer on that page (another version, or "
+            "altered code); use `deniable answer` instead"
         )
+    if any(not c.same and c.kind == "survey" for c in verdict.checks):
+        problems.append(
+            f"the survey the page pins is not the one {verdict.aggregator or 'its aggregator'} "
+            "publishes: do not answer on that page (its host should export it again: "
+            "`deniable page export`)"
+        )
+    if problems:
+        fail("; ".join(problems))
     click.echo("The page's code is the code you installed.")
+    if verdict.aggregator:
+        click.echo(
+            f"It pins survey {verdict.survey} as {verdict.aggregator} publishes it, and sends "
+            "answers there."
+        )
+
+
+@cli.group("page", context_settings=CONTEXT)
+def page_group() -> None:
+    """Respondent pages you host yourself (docs/fieldwork.md)."""
+
+
+@page_group.command("export")
+@click.argument("url")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Write into DIR even if it is not empty.")
+@edge
+def page_export_command(url: str, directory: Path, force: bool) -> None:
+    """Write the survey page of the respondent link URL (https://aggregator/s/SURVEY) into DIR
+    as a static site: the installed modules pinned by their hashes, the survey pinned by its
+    hash, answers sent to that aggregator only."""
+    done = export_page(url, directory, force=force)
+    click.echo(
+        f"Exported survey {done.survey.id} (sha256 {done.survey.hash}) of {done.aggregator} "
+        f"to {done.directory}: {', '.join(done.files)}"
+    )
+    click.echo(
+        f"Next: serve {done.directory} from any static host (try `python -m http.server 8080 "
+        f"-d {done.directory}`), and add that host's origin (e.g. http://localhost:8080) to "
+        f"DENIABLE_PAGE_ORIGINS on {done.aggregator}; then check it with `deniable verify-page "
+        "ADDRESS`."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

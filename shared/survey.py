@@ -43,7 +43,19 @@ SUPPORT_MEMO = 4096
 MAX_QUESTIONS = 100
 MAX_TEXT = 2000
 
-_SURVEY_FIELDS = {"id", "title", "description", "enrollment", "closes_at", "questions", "epsilon"}
+_SURVEY_FIELDS = {
+    "id",
+    "title",
+    "description",
+    "enrollment",
+    "device",
+    "closes_at",
+    "questions",
+    "epsilon",
+}
+#: Where a survey is answered (docs/surveys.md): each respondent's own device, the default, or
+#: one device passed from respondent to respondent (`"device": "shared"`).
+DEVICES = ("personal", "shared")
 _QUESTION_FIELDS = {
     "id",
     "text",
@@ -343,6 +355,7 @@ class Survey:
     questions: Mapping[str, Question]
     closes_at: datetime | None = None
     description: str | None = None
+    device: str = "personal"
 
     @cached_property
     def epsilon(self) -> float:
@@ -366,6 +379,8 @@ class Survey:
         if self.description is not None:
             doc["description"] = self.description
         doc["enrollment"] = self.enrollment
+        if self.device != "personal":  # absent when personal: older surveys keep their hash
+            doc["device"] = self.device
         if self.closes_at is not None:
             doc["closes_at"] = format_timestamp(self.closes_at)
         doc["epsilon"] = self.epsilon
@@ -391,6 +406,13 @@ class Survey:
         enrollment = doc.get("enrollment", "open")
         if enrollment not in ("open", "invite"):
             raise _fail("enrollment", f"expected 'open' or 'invite', got {enrollment!r}")
+        device = doc.get("device", "personal")
+        if not isinstance(device, str) or device not in DEVICES:
+            raise _fail(
+                "device",
+                f"expected 'personal' (the default: each respondent's own device) or 'shared' "
+                f"(one device passed between respondents), got {device!r:.60}",
+            )
         closes_at = doc.get("closes_at")
         closes = None if closes_at is None else parse_timestamp(closes_at, field="closes_at")
         raw_questions = doc.get("questions")
@@ -411,7 +433,9 @@ class Survey:
                 "every question is plain (mechanism none); a survey needs at least one "
                 "randomized question",
             )
-        survey = cls(sid, title or "", enrollment, MappingProxyType(questions), closes, description)
+        survey = cls(
+            sid, title or "", enrollment, MappingProxyType(questions), closes, description, device
+        )
         total = doc.get("epsilon")
         if total is not None and (
             isinstance(total, bool)

@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 
 REPORTS = "/api/v1/reports"
 #: Headers that belong to one connection, not to the answer passed on.
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+#: Headers a hop sets for itself. Host is passed on, as a reverse proxy does, so a page loaded
+#: through the front names the front as its aggregator (data-aggregator) and posts through it.
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 from flask import Flask
 
 from deniable.aggregator import config as settings
-from deniable.aggregator.web import api, db, problems, report_endpoint, respond, retention
+from deniable.aggregator.web import api, cors, db, problems, report_endpoint, respond, retention
 from deniable.aggregator.web.dashboard import init_dashboard
 from deniable.aggregator.web.limits import init_limits, trust_proxies
 
@@ -36,6 +36,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(respond.bp)
     init_dashboard(app)
     init_limits(app)
+    cors.init_app(app)  # CORS on the respondent routes only (DENIABLE_PAGE_ORIGINS)
     # WSGI layers, innermost first: the report endpoint in front of Flask, the retention tick
     # in front of every request, the trusted proxies' client address in front of everything.
     report_endpoint.init_app(app)

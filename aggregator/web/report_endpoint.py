@@ -7,8 +7,10 @@ the body is read through werkzeug's own size check (`get_input_stream`, as Flask
 parsed by bodies.parse_json_body (as every JSON route parses its body), counted against
 DENIABLE_RATE_LIMIT when set (limits.PostCounter, as enrollments are), ingested by `answer`,
 and any refusal answered by problems.response_for (as the Flask app answers its errors). The
-retention tick and the proxy headers are WSGI layers in front of this one (app.py). Other
-methods on the path go on to Flask, whose route for it only says which methods it takes.
+retention tick and the proxy headers are WSGI layers in front of this one (app.py). The CORS
+preflight (OPTIONS) of the path is answered here too, and every answer here carries the
+headers cors.headers decides (docs/operations.md#pages-hosted-elsewhere-cors). Other methods on
+the path go on to Flask, whose route for it only says which methods it takes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from flask import Flask
 from deniable.aggregator.ingest import RecordCache, ingest, results_json
 from deniable.aggregator.store import Store, open_store
 from deniable.aggregator.store.commit import GroupCommitter
-from deniable.aggregator.web import problems
+from deniable.aggregator.web import cors, problems
 from deniable.aggregator.web.bodies import parse_json_body, read_body
 from deniable.aggregator.web.db import EXTENSION as STORES
 from deniable.aggregator.web.db import SURVEYS
@@ -38,7 +40,11 @@ PATH = "/api/v1/reports"
 COMMITTER = "deniable.committer"
 RECORDS = "deniable.survey-records"
 
-_STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (200, 201)}
+_STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (200, 201, 204)}
+#: The methods the path takes (its Flask route's), as a preflight's Allow says them.
+ALLOW = ("Allow", "OPTIONS, POST")
+#: The methods a page hosted elsewhere may use on the path (a preflight's answer).
+METHODS = cors.RESPONDENT_ENDPOINTS["api.reports"]
 
 
 def recent_records(app: Flask) -> RecordCache:
@@ -101,18 +107,34 @@ class ReportEndpoint:
     def __init__(self, app: Flask, wsgi_app: WSGIApp):
         self.app = app
         self.wsgi_app = wsgi_app
+        self.origins = cors.allowed_origins(app)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") != PATH or environ.get("REQUEST_METHOD") != "POST":
+        if environ.get("PATH_INFO") != PATH:
             return self.wsgi_app(environ, start_response)
+        method = environ.get("REQUEST_METHOD")
+        if method == "OPTIONS":
+            found = cors.headers(self.origins, environ.get("HTTP_ORIGIN"), METHODS)
+            start_response(_STATUS_LINES[204], [ALLOW, *found])
+            return []
+        if method != "POST":
+            return self.wsgi_app(environ, start_response)
+        # No Origin (the Python client, curl): the constant Vary alone, no CORS work.
+        origin = environ.get("HTTP_ORIGIN")
+        extra = [cors.VARY] if origin is None else cors.headers(self.origins, origin)
         try:
             status, text = respond(self.app, environ)
         except Exception as exc:
-            return problems.response_for(exc, self.app)(environ, start_response)
+            refusal = cors.apply(problems.response_for(exc, self.app), extra)
+            return refusal(environ, start_response)
         payload = text.encode("utf-8")
         start_response(
             _STATUS_LINES[status],
-            [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(payload))),
+                *extra,
+            ],
         )
         return [payload]
 

@@ -1,9 +1,13 @@
 """The respondent's web page, GET /s/<survey_id>: answer a survey in the browser.
 
 The page randomizes, signs and sends on the device with static/deniable.js (the same protocol
-as deniable.client); the server renders the questions and their plain-words explanations
-(shared/explain.py, the text of `deniable explain`) and never sees a true answer. No cookies,
-no inline script, nothing from another origin.
+as deniable.client); the server never sees a true answer. It is rendered by the one renderer
+(deniable.shared.page, also behind `deniable page export`), so the aggregator's page and an
+exported one behave the same: the questions and their plain-words explanations
+(shared/explain.py, the text of `deniable explain`), the modules pinned by Subresource
+Integrity, the survey pinned by its hash. No cookies, no inline script but the import map
+(allowed by its hash), nothing from another origin. The service worker is served at /s/sw.js,
+so that its scope covers every /s/ page (docs/fieldwork.md).
 """
 
 from __future__ import annotations
@@ -13,28 +17,37 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from flask import Blueprint, Response, render_template
+from flask import Blueprint, Response, abort, render_template, request
 
 from deniable.aggregator import surveys
 from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.shared.errors import DeniableError
-from deniable.shared.explain import question_lines, total_lines
+from deniable.shared.page import (
+    SERVED_ASSETS,
+    import_map,
+    page_csp,
+    served_assets,
+    served_page,
+    sri,
+)
 
 bp = Blueprint("respond", __name__, template_folder="templates")
 
 MODULE = "deniable.js"
-#: The page: scripts and styles of this origin only, requests to this origin only, never framed.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
-)
-#: The epsilon a browser may spend over every survey it answers, as the Python client's default.
-EPSILON_CAP = 10.0
+#: The files the page loads from /static/ (the service worker comes from /s/sw.js).
+PAGE_ASSETS = SERVED_ASSETS
+#: Served under /s/ as well: the service worker (its scope is /s/) and the module it imports.
+WORKER_FILES = ("sw.js", "deniable.js")
+
+
+def static_bytes(name: str) -> bytes:
+    """A page file as this package ships it (what /static/NAME serves)."""
+    return resources.files("deniable.aggregator.web").joinpath("static", name).read_bytes()
 
 
 def module_bytes() -> bytes:
     """The protocol module as this package ships it (what /static/deniable.js serves)."""
-    return resources.files("deniable.aggregator.web").joinpath("static", MODULE).read_bytes()
+    return static_bytes(MODULE)
 
 
 @cache
@@ -43,32 +56,67 @@ def module_sha256() -> str:
     return hashlib.sha256(module_bytes()).hexdigest()
 
 
+@cache
+def integrity() -> dict[str, str]:
+    """The sha384 Subresource Integrity of each file the page loads."""
+    return {name: sri(static_bytes(name)) for name in PAGE_ASSETS}
+
+
+@cache
+def csp_for(assets: tuple[tuple[str, str], ...]) -> str:
+    """The page's Content-Security-Policy for these asset URLs (the import map's hash)."""
+    return page_csp(import_map(dict(assets), integrity()))
+
+
+def default_csp() -> str:
+    """The policy of a page whose files are at /static/ (the app at the root of its host)."""
+    return csp_for(tuple((name, f"/static/{name}") for name in PAGE_ASSETS))
+
+
+#: The page's policy: scripts and styles of this origin only (and the import map, by hash),
+#: requests to this origin only, its own service worker, never framed.
+CSP = default_csp()
+
+
 @bp.get("/s/<survey_id>")
 def page(survey_id: str) -> Any:
     """The survey's answer page (an invitation comes in the fragment: #invitation=CODE)."""
+    assets = served_assets(request.script_root)
+    csp = csp_for(tuple(assets.items()))
     try:
         record = surveys.survey_or_404(get_store(), survey_id)
     except DeniableError:
         html = render_template("respond_missing.html", survey_id=survey_id)
-        return _headers(Response(html, 404, mimetype="text/html"))
+        return _headers(Response(html, 404, mimetype="text/html"), csp)
     survey = survey_cache().survey(record)
-    questions = [
-        {"question": q, "explanation": question_lines(q)} for q in survey.questions.values()
-    ]
-    html = render_template(
-        "respond.html",
-        survey=survey,
-        questions=questions,
-        totals=total_lines(survey),
+    html = served_page(
+        survey,
+        aggregator=request.host_url.rstrip("/"),
+        root=request.script_root,
+        page_url=request.url,
         closed=record.closed or survey.is_closed(),
-        cap=EPSILON_CAP,
+        integrity=integrity(),
         module_sha256=module_sha256(),
     )
-    return _headers(Response(html, mimetype="text/html"))
+    return _headers(Response(html, mimetype="text/html"), csp)
 
 
-def _headers(response: Response) -> Response:
-    response.headers["Content-Security-Policy"] = CSP
+@bp.get("/s/sw.js", defaults={"name": "sw.js"})
+@bp.get("/s/deniable.js", defaults={"name": "deniable.js"})
+def worker_file(name: str) -> Any:
+    """The service worker at /s/sw.js (so its scope is /s/), and the module it imports."""
+    try:
+        body = static_bytes(name)
+    except OSError:
+        abort(404)
+    response = Response(body, mimetype="text/javascript")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _headers(response: Response, csp: str) -> Response:
+    response.headers["Content-Security-Policy"] = csp
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = "no-store"

@@ -24,7 +24,9 @@ def server(live_server_factory: Any) -> Any:
 @pytest.fixture
 def front(server: Any, request: pytest.FixtureRequest) -> Iterator[FaultyFront]:
     """The real aggregator behind a front that answers the first report POST with the test's
-    fault (given by indirect parametrization)."""
+    fault (given by indirect parametrization). The front passes the Host header on, as a
+    reverse proxy does, so the page names the front as its aggregator (data-aggregator) and
+    sends its reports through it."""
     with FaultyFront(server.url, [request.param]) as front:
         yield front
 

@@ -22,6 +22,7 @@ from tests.dashboard.conftest import TOKEN
 #: it is reviewed and added here.
 REVIEWED_READS = {
     "static": "the respondent page's scripts and styles",
+    "respond.worker_file": "the service worker and the module it imports (files)",
     "dashboard.static": "the dashboard's stylesheet and scripts",
     "api.healthz": "a database ping",
     "api.openapi": "a file",

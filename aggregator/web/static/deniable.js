@@ -505,7 +505,9 @@ export async function signedReport(survey, hash, answers, key, { reportId, now }
 }
 
 // ---------------------------------------------------------------------------------------
-// The ledger and outbox (IndexedDB): written before anything is sent
+// The ledger and outbox (IndexedDB): written before anything is sent. A personal browser keeps
+// one key and one entry per survey (its receipt and the epsilon it spent); a shared device
+// (docs/fieldwork.md) keeps one entry per respondent, only until the aggregator has it.
 
 const DB_NAME = "deniable";
 
@@ -547,6 +549,15 @@ export function ledgerKey(server, surveyId) {
   return `${new URL(server).origin}|${surveyId}`;
 }
 
+/** The survey an entry belongs to (a shared-device entry keeps it after its report is gone). */
+const surveyOf = (entry) => entry.survey ?? entry.report?.survey;
+
+/** Where an entry is stored: the survey's one entry, or a shared-device respondent's own. */
+function entryKey(entry) {
+  const key = ledgerKey(entry.server, surveyOf(entry));
+  return entry.shared ? `${key}|${entry.report_id}` : key;
+}
+
 export function keyFor(server, surveyId) {
   const id = ledgerKey(server, surveyId);
   return withStore("keys", "readonly", (s) => request(s.get(id))).then(async (found) => {
@@ -570,6 +581,11 @@ export function saveEntry(server, surveyId, entry) {
   return withStore("reports", "readwrite", (s) => request(s.put(entry, ledgerKey(server, surveyId))));
 }
 
+/** Store an entry under its own key (a shared-device entry, or the survey's one entry). */
+function putEntry(entry) {
+  return withStore("reports", "readwrite", (s) => request(s.put(entry, entryKey(entry))));
+}
+
 /** Store a new entry only if none exists (never randomize a survey twice); the stored one. */
 export async function addEntry(server, surveyId, entry) {
   try {
@@ -584,9 +600,22 @@ export async function allEntries() {
   return withStore("reports", "readonly", (s) => request(s.getAll()));
 }
 
-/** The epsilon this browser has spent on every survey it answered (sequential composition). */
+/** The epsilon this browser's own respondent has spent on every survey it answered
+ * (sequential composition); a shared device's respondents are other people and spend none. */
 export async function epsilonSpent() {
-  return (await allEntries()).reduce((sum, entry) => sum + (entry.epsilon || 0), 0);
+  return (await allEntries()).reduce((sum, entry) => sum + (entry.shared ? 0 : entry.epsilon || 0), 0);
+}
+
+/** The reports of a survey on this device: {waiting, sent} (queued; accepted or duplicate). */
+export async function outboxCounts(server, surveyId) {
+  const origin = new URL(server).origin;
+  const counts = { waiting: 0, sent: 0 };
+  for (const entry of await allEntries()) {
+    if (entry.server !== origin || surveyOf(entry) !== surveyId) continue;
+    if (entry.status === "queued") counts.waiting += 1;
+    if (entry.status === "accepted" || entry.status === "duplicate") counts.sent += 1;
+  }
+  return counts;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -601,9 +630,19 @@ async function problemDetail(response) {
   }
 }
 
+/** The aggregator's current survey document {survey, hash}, its hash checked. An error with
+ * `unreachable` set when there was no answer (offline), `refused` when the aggregator said no. */
 export async function fetchSurvey(server, surveyId) {
-  const response = await fetch(new URL(`/api/v1/surveys/${encodeURIComponent(surveyId)}`, server));
-  if (!response.ok) throw new Error(await problemDetail(response));
+  let response;
+  try {
+    response = await fetch(new URL(`/api/v1/surveys/${encodeURIComponent(surveyId)}`, server));
+  } catch {
+    throw Object.assign(new Error("the aggregator could not be reached"), { unreachable: true });
+  }
+  if (!response.ok) {
+    const refused = response.status >= 400 && response.status < 500;
+    throw Object.assign(new Error(await problemDetail(response)), { refused, unreachable: !refused });
+  }
   const body = await response.json();
   const computed = await surveyHash(body.survey);
   if (computed !== body.survey_hash) {
@@ -612,8 +651,8 @@ export async function fetchSurvey(server, surveyId) {
   return { survey: body.survey, hash: body.survey_hash };
 }
 
-/** Enroll this survey's key with an invitation code (invite-only surveys). */
-export async function enroll(server, survey, hash, key, invitation) {
+/** The signed body enrolling `key` in a survey with an invitation code (invite-only surveys). */
+export async function enrollment(survey, hash, key, invitation) {
   const proof = canonicalJSON({
     purpose: "enroll",
     survey: survey.id,
@@ -621,18 +660,25 @@ export async function enroll(server, survey, hash, key, invitation) {
     public_key: key.publicKey,
     invitation,
   });
-  const response = await fetch(
-    new URL(`/api/v1/surveys/${encodeURIComponent(survey.id)}/enrollments`, server),
+  const signature = await signText(key.privateKey, proof);
+  return { survey: survey.id, body: { public_key: key.publicKey, invitation, signature } };
+}
+
+function postEnrollment(server, enrolled) {
+  return fetch(
+    new URL(`/api/v1/surveys/${encodeURIComponent(enrolled.survey)}/enrollments`, server),
     {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        public_key: key.publicKey,
-        invitation,
-        signature: await signText(key.privateKey, proof),
-      }),
+      body: JSON.stringify(enrolled.body),
+      redirect: "manual",
     },
   );
+}
+
+/** Enroll this survey's key with an invitation code (invite-only surveys). */
+export async function enroll(server, survey, hash, key, invitation) {
+  const response = await postEnrollment(server, await enrollment(survey, hash, key, invitation));
   if (!response.ok) throw new Error(await problemDetail(response));
 }
 
@@ -730,56 +776,169 @@ export function classifyDelivery(
 }
 
 /** The entry after a delivery: its outcome and reason; if queued, when to try again
- * (`retry_at`, ms): Retry-After if the server gave one (a `firm` time), else a doubling backoff. */
+ * (`retry_at`, ms): Retry-After if the server gave one (a `firm` time), else a doubling backoff.
+ * A shared-device entry the aggregator has settled keeps no report (nor its enrollment): only
+ * its status, for the page's counts. */
 function settled(entry, delivery, now = Date.now()) {
   const { outcome, reason, retryAfter } = delivery;
-  if (outcome !== "queued") return { ...entry, status: outcome, reason, retry_at: null };
+  if (outcome !== "queued") {
+    const done = { ...entry, status: outcome, reason, retry_at: null };
+    if (entry.shared) {
+      delete done.report;
+      delete done.enrollment;
+    }
+    return done;
+  }
   const attempts = (entry.attempts || 0) + 1;
   const backoff = Math.min(MAX_BACKOFF, 5 * 2 ** Math.min(attempts - 1, 12));
   const firm = retryAfter !== null;
   const retryAt = now + 1000 * (firm ? retryAfter : backoff);
-  return { ...entry, status: "queued", reason, attempts, firm, retry_at: retryAt };
+  const unreachable = delivery === UNREACHABLE;
+  return { ...entry, status: "queued", reason, attempts, firm, unreachable, tried_at: now, retry_at: retryAt };
+}
+
+const UNREACHABLE = { outcome: "queued", reason: "the aggregator could not be reached", retryAfter: null };
+
+/** POST one body to the report endpoint; the answer's parts the policy reads (a redirect is
+ * no answer, as for the Python client, and hides its status), or null if none came. */
+async function postReports(server, body) {
+  try {
+    const response = await fetch(new URL("/api/v1/reports", server), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      redirect: "manual",
+    });
+    const status = response.type === "opaqueredirect" ? 300 : response.status;
+    const header = (name) => response.headers.get(name);
+    return { status, type: header("Content-Type"), retry: header("Retry-After"), text: await response.text() };
+  } catch {
+    return null;
+  }
+}
+
+function classifyAnswer(answer, reportId, index = null) {
+  if (!answer) return UNREACHABLE;
+  return classifyDelivery(answer.status, answer.type, answer.retry, answer.text, reportId, index);
+}
+
+/** Reports per batch POST (the aggregator takes DENIABLE_MAX_BATCH, 1000 by default). */
+export const BATCH_SIZE = 100;
+
+/** Deliveries of `entries` (each with its report), sent in batches of BATCH_SIZE (one alone
+ * as itself); a batch refused as a whole (a 4xx problem, say too large) is sent one by one. */
+async function deliverAll(server, entries) {
+  const out = [];
+  for (let start = 0; start < entries.length; start += BATCH_SIZE) {
+    const group = entries.slice(start, start + BATCH_SIZE);
+    if (group.length === 1) {
+      const answer = await postReports(server, group[0].report);
+      out.push(classifyAnswer(answer, group[0].report.report_id));
+      continue;
+    }
+    const answer = await postReports(server, { reports: group.map((entry) => entry.report) });
+    const refusedWhole =
+      answer && answer.status >= 400 && answer.status < 500 && !TRANSIENT.includes(answer.status) &&
+      isProblem(answer.type);
+    for (const [i, entry] of group.entries()) {
+      const id = entry.report.report_id;
+      out.push(refusedWhole ? classifyAnswer(await postReports(server, entry.report), id) : classifyAnswer(answer, id, i));
+    }
+  }
+  return out;
+}
+
+/** Send an entry's enrollment (before its report); null once enrolled, else its delivery. */
+async function sendEnrollment(server, entry) {
+  let response;
+  try {
+    response = await postEnrollment(server, entry.enrollment);
+  } catch {
+    return UNREACHABLE;
+  }
+  if (response.ok) return null;
+  const status = response.type === "opaqueredirect" ? 300 : response.status;
+  const text = await response.text();
+  const found = classifyDelivery(
+    status, response.headers.get("Content-Type"), response.headers.get("Retry-After"), text, null,
+  );
+  const reason = found.reason && `enrollment: ${found.reason}`;
+  return { ...found, outcome: found.outcome === "queued" ? "queued" : "rejected", reason };
+}
+
+/** Run `work` as the only sender of this origin's outbox (the page, other tabs and the
+ * service worker take turns: a report read as queued in one turn is settled before the next). */
+export function withOutboxLock(work) {
+  const locks = globalThis.navigator?.locks;
+  return locks ? locks.request("deniable-outbox", () => work()) : work();
+}
+
+/** Send these entries (already read inside the lock) and save what became of each. */
+async function sendEntries(server, entries, now = Date.now()) {
+  const updated = new Map();
+  const ready = [];
+  for (const entry of entries) {
+    if (!entry.enrollment) {
+      ready.push(entry);
+      continue;
+    }
+    const refused = await sendEnrollment(server, entry);
+    if (refused) updated.set(entry, settled(entry, refused, now));
+    else ready.push({ ...entry, enrollment: undefined });
+  }
+  const deliveries = await deliverAll(server, ready);
+  ready.forEach((entry, i) => {
+    const original = entries.find((e) => e.report?.report_id === entry.report.report_id);
+    const clean = { ...entry };
+    delete clean.enrollment;
+    updated.set(original, settled(clean, deliveries[i], now));
+  });
+  const out = entries.map((entry) => updated.get(entry));
+  for (const entry of out) await putEntry(entry);
+  return out;
 }
 
 /** POST the entry's stored report; the entry with its new status (accepted, duplicate, queued
  * or rejected) by the delivery policy, saved. A network failure leaves it queued too. */
 export async function send(server, entry) {
-  let delivery;
-  try {
-    const response = await fetch(new URL("/api/v1/reports", server), {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(entry.report),
-      redirect: "manual", // as the Python client: a redirect is no answer (and hides its status)
-    });
-    const status = response.type === "opaqueredirect" ? 300 : response.status;
-    const header = (name) => response.headers.get(name);
-    const text = await response.text();
-    const id = entry.report.report_id;
-    delivery = classifyDelivery(status, header("Content-Type"), header("Retry-After"), text, id);
-  } catch {
-    delivery = { outcome: "queued", reason: "the aggregator could not be reached", retryAfter: null };
-  }
-  const updated = settled(entry, delivery);
-  await saveEntry(server, entry.report.survey, updated);
+  const [updated] = await withOutboxLock(() => sendEntries(server, [entry]));
   return updated;
 }
 
+/** The least time between two tries of a report when `eager` skips its backoff (ms): the
+ * page's `online` handler and the worker's Background Sync, both woken by the network coming
+ * back, do not both hit a busy aggregator. */
+const EAGER_GAP = 5_000;
+
 /** Whether a queued entry is due: its time has come, or (`eager`: the page opened, the network
- * came back) it waits on a backoff rather than on a firm time. */
+ * came back) it waits on a backoff rather than on a firm time, and either found no network
+ * last time or was last tried a while ago. */
 function due(entry, eager, now) {
-  return !entry.retry_at || entry.retry_at <= now || (eager && !entry.firm);
+  if (!entry.retry_at || entry.retry_at <= now) return true;
+  const rested = entry.unreachable || !entry.tried_at || now - entry.tried_at >= EAGER_GAP;
+  return eager && !entry.firm && rested;
 }
 
-/** Send this server's queued reports that are due again; every queued entry, as it is now. */
-export async function resendQueued(server, { eager = false, now = Date.now() } = {}) {
-  const origin = new URL(server).origin;
-  const out = [];
-  for (const entry of await allEntries()) {
-    if (entry.status !== "queued" || entry.server !== origin) continue;
-    out.push(due(entry, eager, now) ? await send(server, entry) : entry);
-  }
-  return out;
+/** Send the queued reports that are due again, of this server (`server` null: of every
+ * server), batched, one sender at a time; every queued entry, as it is now. */
+export function resendQueued(server, { eager = false, now = Date.now() } = {}) {
+  const origin = server === null ? null : new URL(server).origin;
+  return withOutboxLock(async () => {
+    const queued = (await allEntries()).filter(
+      (entry) => entry.status === "queued" && entry.report && (origin === null || entry.server === origin),
+    );
+    const byServer = new Map();
+    for (const entry of queued) {
+      if (!due(entry, eager, now)) continue;
+      byServer.set(entry.server, [...(byServer.get(entry.server) || []), entry]);
+    }
+    const sent = new Map();
+    for (const [to, group] of byServer) {
+      const updated = await sendEntries(to, group, now);
+      group.forEach((entry, i) => sent.set(entry, updated[i]));
+    }
+    return queued.map((entry) => sent.get(entry) || entry);
+  });
 }
 
 /** When this server's next queued report is due (ms since the epoch), or null if none waits. */
@@ -790,6 +949,19 @@ export async function nextRetry(server) {
     .map((entry) => entry.retry_at || 0);
   return times.length ? Math.min(...times) : null;
 }
+
+function randomizeAll(survey, truth) {
+  const answers = {};
+  for (const question of survey.questions) {
+    if (!(question.id in truth)) throw new Error(`${question.id}: no answer given`);
+    answers[question.id] = randomize(question, truth[question.id]);
+  }
+  return answers;
+}
+
+const NEEDS_INVITATION =
+  "This survey is by invitation only: open the link from your invitation (it carries " +
+  "your code). Nothing was sent.";
 
 /** Answer a survey: randomize every true answer, sign, store (before sending), send.
  * `truth` maps question ids to answers; returns the stored entry. Refuses to randomize a
@@ -804,20 +976,10 @@ export async function answer(server, survey, hash, truth, { cap = 10, invitation
         `browser's cap of ${cap}; nothing was sent`,
     );
   }
-  if (survey.enrollment === "invite" && !invitation) {
-    throw new Error(
-      "This survey is by invitation only: open the link from your invitation (it carries " +
-        "your code). Nothing was sent.",
-    );
-  }
+  if (survey.enrollment === "invite" && !invitation) throw new Error(NEEDS_INVITATION);
   const key = await keyFor(server, survey.id);
   if (invitation) await enroll(server, survey, hash, key, invitation);
-  const answers = {};
-  for (const question of survey.questions) {
-    if (!(question.id in truth)) throw new Error(`${question.id}: no answer given`);
-    answers[question.id] = randomize(question, truth[question.id]);
-  }
-  const report = await signedReport(survey, hash, answers, key);
+  const report = await signedReport(survey, hash, randomizeAll(survey, truth), key);
   const entry = {
     server: new URL(server).origin,
     report,
@@ -829,4 +991,37 @@ export async function answer(server, survey, hash, truth, { cap = 10, invitation
   };
   const stored = await addEntry(server, survey.id, entry);
   return send(server, stored);
+}
+
+/** Answer for one respondent of a shared device: a fresh key, used for this report (and its
+ * enrollment) and then dropped, never stored; the entry is kept only until the aggregator has
+ * the report, and this browser's epsilon ledger is not charged. An invitation code the
+ * aggregator refuses sends nothing; one it cannot check now (offline) waits with the report,
+ * and is sent before it. Returns the entry as it is after the first try to send. */
+export async function answerShared(server, survey, hash, truth, { invitation = null } = {}) {
+  if (survey.enrollment === "invite" && !invitation) {
+    throw new Error("This survey is by invitation only: type the respondent's invitation code. Nothing was sent.");
+  }
+  const key = await newKeyPair();
+  let enrolled = invitation ? await enrollment(survey, hash, key, invitation) : null;
+  if (enrolled) {
+    const refused = await sendEnrollment(server, { enrollment: enrolled });
+    if (refused?.outcome === "rejected") throw new Error(`${refused.reason.replace(/^enrollment: /, "")}. Nothing was sent.`);
+    if (!refused) enrolled = null;
+  }
+  const report = await signedReport(survey, hash, randomizeAll(survey, truth), key);
+  const entry = {
+    server: new URL(server).origin,
+    survey: survey.id,
+    report_id: report.report_id,
+    shared: true,
+    report,
+    status: "queued",
+    stored_at: new Date().toISOString(),
+    retry_at: Date.now() + 60_000, // being sent now: no retry round sends it meanwhile
+    firm: true,
+  };
+  if (enrolled) entry.enrollment = enrolled;
+  await putEntry(entry);
+  return send(server, entry);
 }

@@ -355,14 +355,26 @@ def report_lines(stores: StoreProvider, survey_id: str, *, who: Principal) -> It
     return lines()
 
 
-def _analysed(run: Callable[[], T]) -> T:
-    """Run an analysis on stored reports: a question the survey lacks, one of the wrong kind or
-    too few reports is ActionError invalid (the survey exists: not-found would say it does not) saying
-    what to ask instead; a request over a limit keeps the kind its LimitError carries."""
+def _analysed(
+    store: Store,
+    who: Principal,
+    survey_id: str,
+    cache: SurveyCache | None,
+    run: Callable[[Survey, StoredAnswers], T],
+    action: str,
+    params: dict[str, Any],
+) -> T:
+    """Run an analysis on a survey's stored reports, for a principal who may analyse it, and
+    log it: a question the survey lacks, one of the wrong kind or too few reports is
+    ActionError invalid (the survey exists: not-found would say it does not) saying what to ask
+    instead; a request over a limit keeps the kind its LimitError carries."""
+    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
     try:
-        return run()
+        doc = run(survey, StoredAnswers(store, survey_id))
     except (AnalysisError, ReportError) as exc:
         raise ActionError(getattr(exc, "kind", "invalid"), str(exc)) from None
+    audit.record(store, who, survey_id, action, params)
+    return doc
 
 
 def breakdown(
@@ -376,14 +388,17 @@ def breakdown(
     cache: SurveyCache | None = None,
 ) -> Breakdown:
     """A randomized question's results within each group of a plain question (stored reports)."""
-    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
-    answers = StoredAnswers(store, survey_id)
-    doc = _analysed(
-        lambda: stats.breakdown(survey, answers, question, by, confidence, verify=False)
+    return _analysed(
+        store,
+        who,
+        survey_id,
+        cache,
+        lambda survey, answers: stats.breakdown(
+            survey, answers, question, by, confidence, verify=False
+        ),
+        "breakdown",
+        {"question": question, "by": by, "confidence": confidence},
     )
-    params = {"question": question, "by": by, "confidence": confidence}
-    audit.record(store, who, survey_id, "breakdown", params)
-    return doc
 
 
 def crosstab(
@@ -397,14 +412,17 @@ def crosstab(
     cache: SurveyCache | None = None,
 ) -> Crosstab:
     """The joint distribution of two questions (stored reports)."""
-    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
-    answers = StoredAnswers(store, survey_id)
-    doc = _analysed(
-        lambda: stats.crosstab(survey, answers, first, second, confidence, verify=False)
+    return _analysed(
+        store,
+        who,
+        survey_id,
+        cache,
+        lambda survey, answers: stats.crosstab(
+            survey, answers, first, second, confidence, verify=False
+        ),
+        "crosstab",
+        {"first": first, "second": second, "confidence": confidence},
     )
-    params = {"first": first, "second": second, "confidence": confidence}
-    audit.record(store, who, survey_id, "crosstab", params)
-    return doc
 
 
 def regression(
@@ -419,11 +437,14 @@ def regression(
 ) -> RegressionResults:
     """Fit `outcome ~ covariates` on the stored reports; the formula is data, checked against
     the grammar of stats/formula.py, and the model against `limits`."""
-    survey = parsed(access.authorize(store, who, survey_id, "analyze"), cache)
-    answers = StoredAnswers(store, survey_id)
-    doc = _analysed(
-        lambda: stats.regress(survey, answers, formula, confidence, verify=False, limits=limits)
+    return _analysed(
+        store,
+        who,
+        survey_id,
+        cache,
+        lambda survey, answers: stats.regress(
+            survey, answers, formula, confidence, verify=False, limits=limits
+        ),
+        "regression",
+        {"formula": formula, "confidence": confidence},
     )
-    params = {"formula": formula, "confidence": confidence}
-    audit.record(store, who, survey_id, "regression", params)
-    return doc

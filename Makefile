@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench docs docs-settings clean
+.PHONY: demo test lint format bench docs docs-settings i18n i18n-compile clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ test: $(STAMP)
 	bash scripts/test-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -37,12 +37,24 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/analysis.py
 	$(BIN)/python benchmarks/results_cpu.py
 	$(BIN)/python benchmarks/accuracy.py --numbers-only
+	$(BIN)/python benchmarks/weighted.py
+	$(BIN)/python benchmarks/predictor.py
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 docs-settings: $(STAMP)
 	$(BIN)/python scripts/docs_settings.py
+
+# The product's own words (docs/translations.md): extract the texts into the template and
+# merge it into each language's catalog; then, once translated, compile the .mo files.
+i18n: $(STAMP)
+	$(BIN)/python scripts/i18n.py extract
+	$(BIN)/python scripts/i18n.py update
+
+i18n-compile: $(STAMP)
+	$(BIN)/python scripts/i18n.py compile
+	$(BIN)/python scripts/i18n.py check
 
 clean:
 	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache

@@ -1,4 +1,5 @@
-"""The demo: an example survey answered by simulated respondents whose true answers are known.
+"""The demo: example surveys answered by simulated respondents whose true answers are known
+(one of them written as an XLSForm, with skip logic: its reports leave out skipped questions).
 
 Each simulated respondent randomizes and signs on "its device" exactly as a real client does
 (make_report), and the reports reach the served aggregator over HTTP through the client's
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from deniable.aggregator import accounts
+from deniable.aggregator import accounts, forms
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.cli.simulate_http import Sent
@@ -44,8 +45,30 @@ DEMO_TRUTHS: dict[str, dict[str, dict[str, Any]]] = {
         "age": {"25": 0.3, "40": 0.3, "60": 0.25, "80": 0.15},
         "region": {"north": 0.3, "south": 0.3, "east": 0.2, "west": 0.2},
     },
+    # From the XLSForm (examples/make_xlsform.py): the plain `smokes` gates `cigarettes` and
+    # `quit`, so only the smokers' reports hold them (docs/xlsform.md).
+    "health-multilingual": {
+        "age": {"25": 0.3, "40": 0.3, "60": 0.25, "80": 0.15},
+        "region": {"North": 0.3, "South": 0.3, "East": 0.2, "West": 0.2},
+        "smokes": {"no": 0.75, "yes": 0.25},
+        "cigarettes": {"5": 0.3, "10": 0.4, "20": 0.3},  # mean 11 among smokers
+        "quit": {"no": 0.6, "yes": 0.4},
+        "alcohol": {
+            "Never": 0.3,
+            "Monthly or less": 0.3,
+            "Every week": 0.25,
+            "Every day or nearly": 0.15,
+        },
+        "used": {"Cannabis": 0.3, "Ecstasy": 0.05, "Cocaine": 0.03},
+        "town": {
+            "zipf": 1.1,
+            "words": ["casablanca", "rabat", "fes", "marrakesh", "tangier", "agadir"],
+        },
+    },
 }
 DEMO_FILES = ("examples/demo-survey.json", "examples/demo-numbers.json")
+#: Demo surveys written as XLSForms (docs/xlsform.md), imported as `survey import` does.
+DEMO_FORMS = ("examples/health-multilingual.xlsx",)
 
 
 def _doc(name: str) -> dict[str, Any]:
@@ -59,8 +82,13 @@ def demo_survey_doc() -> dict[str, Any]:
 
 
 def demo_survey_docs() -> list[dict[str, Any]]:
-    """Every demo survey: the habits survey, and one with numbers and select-all questions."""
-    return [_doc(name) for name in DEMO_FILES]
+    """Every demo survey: the habits survey, one with numbers and select-all questions, and
+    the multilingual one with skip logic imported from its XLSForm."""
+    docs = [_doc(name) for name in DEMO_FILES]
+    for name in DEMO_FORMS:
+        path = resources.files("deniable.aggregator").joinpath(name)
+        docs.append(forms.import_xlsform(path.read_bytes(), filename=name))
+    return docs
 
 
 def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS) -> Sent:

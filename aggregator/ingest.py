@@ -3,7 +3,9 @@ no HTTP: an outcome says what kind it is, and the web layer answers it with a st
 (aggregator/web/statuses.py).
 
 Checks run cheapest first; the signature is verified once, and the whole batch is stored in one
-transaction. A rejected report changes nothing. A report stored before and sent again with the
+transaction. A report must hold exactly the questions its plain answers make relevant (skip
+logic, docs/surveys.md#skip-logic): an answer to a question they skip, or none to one they ask,
+is "invalid", naming the question; a survey without conditions pays nothing for the rule. A rejected report changes nothing. A report stored before and sent again with the
 same bytes answers "duplicate" whatever else changed since (the survey closed, its sent_at aged),
 so a client may always resend its outbox safely.
 """
@@ -19,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from threading import Lock
 from typing import Any, Literal, NamedTuple
 
+from deniable.aggregator.stats.asked import direct_slots, gated, report_slots, with_asked
 from deniable.aggregator.store import (
     PURGED_BODY,
     NewReport,
@@ -206,6 +209,8 @@ class _Checker:
         self.recent = recent
         self.records: dict[str, tuple[SurveyRecord, Survey, str | None] | None] = {}
         self.sent_at_ok: dict[str, bool] = {}
+        self.asked_slots: dict[str, dict[str, int]] = {}  # stats/asked.py, once a survey
+        self.direct_slots: dict[str, dict[str, int]] = {}  # split ballots' direct arms
 
     def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey, str | None] | None:
         """The survey's record, parsed survey and why it is closed (None: open), once a call."""
@@ -249,10 +254,20 @@ class _Checker:
                 "survey_hash: does not match the survey as published; fetch the survey again "
                 "and answer that version",
             )
-        try:
-            support = answer_support(survey, report["answers"])
+        arms = report.get("arms")
+        try:  # exactly the questions its plain answers make relevant (docs/surveys.md)
+            support = answer_support(survey, report["answers"], arms)
         except ReportError as exc:
             raise Rejection("invalid", str(exc)) from None
+        slots = self.asked_slots.get(survey.id)
+        if slots is None:
+            slots = self.asked_slots[survey.id] = gated(survey)
+            self.direct_slots[survey.id] = direct_slots(survey)
+        directs = self.direct_slots[survey.id]
+        if directs:  # split ballots: a direct answer counts in its own slots (stats/asked.py)
+            support = report_slots(survey, support, arms or {}, slots, directs)
+        elif slots:  # skip logic: each gated question's tally counts the reports that hold it
+            support = with_asked(support, slots)
         if not self.within_skew(report["sent_at"]):
             hours = int(self.skew.total_seconds() // 3600)
             raise Rejection(

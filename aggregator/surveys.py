@@ -24,17 +24,22 @@ from deniable.aggregator.refusals import (  # noqa: F401  (Refusal re-exported)
     survey_or_404,
 )
 from deniable.aggregator.stats import AnalysisError
+from deniable.aggregator.stats import waves as stats_waves
 from deniable.aggregator.stats.analyze import StoredAnswers
+from deniable.aggregator.stats.asked import tally_sizes
+from deniable.aggregator.stats.designed import weigh_results
 from deniable.aggregator.stats.estimate import check_decoder, check_decoders, results_document
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits, check
 from deniable.aggregator.stats.results import Breakdown, Crosstab, RegressionResults, SurveyResults
+from deniable.aggregator.stats.series_results import SeriesResults
 from deniable.aggregator.stats.sketch_estimate import DECODERS, SketchDecodeError
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.aggregator.store.pool import StoreProvider
-from deniable.shared import signing
+from deniable.shared import i18n, signing
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.survey import Survey
+from deniable.shared.waves import SERIES_ID
 
 T = TypeVar("T")
 
@@ -47,6 +52,21 @@ def utc_now() -> str:
 def published(record: SurveyRecord) -> dict[str, Any]:
     """What GET /api/v1/surveys/<id> answers: the resolved survey and its hash."""
     return {"survey": record.resolved, "survey_hash": record.hash}
+
+
+def language_notices(record: SurveyRecord) -> list[str]:
+    """What a researcher is told when a survey is created: one notice per survey language
+    whose product words (buttons, explanations) have no catalog and fall back to English
+    (docs/translations.md). The API, the dashboard and the CLI show the same words."""
+    resolved = record.resolved
+    default = resolved.get("language") or i18n.SOURCE_LANGUAGE
+    languages = dict.fromkeys([default, *(resolved.get("translations") or {})])
+    return [
+        f"the product's own words (buttons, explanations) have no {tag} catalog and are "
+        "shown in English"
+        for tag in languages
+        if isinstance(tag, str) and not i18n.has_catalog(tag)
+    ]
 
 
 def parsed(record: SurveyRecord, cache: SurveyCache | None = None) -> Survey:
@@ -145,7 +165,7 @@ def create_survey(
         survey.id,
         canonical_json(resolved).decode("utf-8"),
         survey.hash,
-        {qid: q.k for qid, q in survey.questions.items()},
+        tally_sizes(survey),  # k per question, +1 "asked" slot with a condition
         utc_now(),
         owner=who.account_id,
     )
@@ -278,12 +298,15 @@ def _results(
     candidates: Sequence[str],
     limits: Limits,
     cache: SurveyCache | None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> SurveyResults:
-    """The results of an authorized survey, from its tallies."""
+    """The results of an authorized survey, from its tallies; weighted by its design (and a
+    weights table's CSV) from its stored reports unless `weighted` is false."""
     survey = parsed(record, cache)
     n, support = store.tallies(record.id)
     try:
-        return results_document(
+        doc = results_document(
             survey,
             n,
             support,
@@ -291,6 +314,17 @@ def _results(
             simultaneous=simultaneous,
             candidates=candidates,
             limits=limits,
+        )
+        return weigh_results(
+            survey,
+            StoredAnswers(store, record.id),
+            doc,
+            weights,
+            weighted,
+            confidence=confidence,
+            simultaneous=simultaneous,
+            verify=False,
+            candidates=candidates,
         )
     except LimitError as exc:
         raise ActionError(exc.kind, str(exc)) from None
@@ -308,12 +342,17 @@ def results(
     candidates: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
     cache: SurveyCache | None = None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> SurveyResults:
     """The results of a survey (a SurveyResults), from its tallies (cost independent of the number of
     reports); `candidates` adds rows to its text questions (ActionError invalid if a sketch cannot
-    tell them apart, too-large if their decoder is over `limits`)."""
+    tell them apart, too-large if their decoder is over `limits`). A survey with a design, or
+    `weights` (a weights table's CSV), is weighted unless `weighted` is false."""
     record = access.authorize(store, who, survey_id, "results")
-    doc = _results(store, record, confidence, simultaneous, candidates, limits, cache)
+    doc = _results(
+        store, record, confidence, simultaneous, candidates, limits, cache, weights, weighted
+    )
     params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
     audit.record(store, who, survey_id, "results", params)
     return doc
@@ -329,10 +368,14 @@ def results_csv(
     candidates: Sequence[str] = (),
     limits: Limits = DEFAULT_LIMITS,
     cache: SurveyCache | None = None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> str:
     """The results as CSV, one row per option (the same results as `results`)."""
     record = access.authorize(store, who, survey_id, "results")
-    text = _results(store, record, confidence, simultaneous, candidates, limits, cache).to_csv()
+    text = _results(
+        store, record, confidence, simultaneous, candidates, limits, cache, weights, weighted
+    ).to_csv()
     params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
     audit.record(store, who, survey_id, "results.csv", params)
     return text
@@ -386,15 +429,25 @@ def breakdown(
     who: Principal,
     confidence: float = 0.95,
     cache: SurveyCache | None = None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> Breakdown:
-    """A randomized question's results within each group of a plain question (stored reports)."""
+    """A randomized question's results within each group of a plain question (stored reports),
+    weighted as `results` is."""
     return _analysed(
         store,
         who,
         survey_id,
         cache,
         lambda survey, answers: stats.breakdown(
-            survey, answers, question, by, confidence, verify=False
+            survey,
+            answers,
+            question,
+            by,
+            confidence,
+            verify=False,
+            weights=weights,
+            weighted=weighted,
         ),
         "breakdown",
         {"question": question, "by": by, "confidence": confidence},
@@ -410,15 +463,24 @@ def crosstab(
     who: Principal,
     confidence: float = 0.95,
     cache: SurveyCache | None = None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> Crosstab:
-    """The joint distribution of two questions (stored reports)."""
+    """The joint distribution of two questions (stored reports), weighted as `results` is."""
     return _analysed(
         store,
         who,
         survey_id,
         cache,
         lambda survey, answers: stats.crosstab(
-            survey, answers, first, second, confidence, verify=False
+            survey,
+            answers,
+            first,
+            second,
+            confidence,
+            verify=False,
+            weights=weights,
+            weighted=weighted,
         ),
         "crosstab",
         {"first": first, "second": second, "confidence": confidence},
@@ -434,17 +496,101 @@ def regression(
     confidence: float = 0.95,
     limits: Limits = DEFAULT_LIMITS,
     cache: SurveyCache | None = None,
+    weights: str | None = None,
+    weighted: bool = True,
 ) -> RegressionResults:
     """Fit `outcome ~ covariates` on the stored reports; the formula is data, checked against
-    the grammar of stats/formula.py, and the model against `limits`."""
+    the grammar of stats/formula.py, and the model against `limits`; weighted as `results`
+    is (the survey's design, a weights table's CSV)."""
     return _analysed(
         store,
         who,
         survey_id,
         cache,
         lambda survey, answers: stats.regress(
-            survey, answers, formula, confidence, verify=False, limits=limits
+            survey,
+            answers,
+            formula,
+            confidence,
+            verify=False,
+            limits=limits,
+            weights=weights,
+            weighted=weighted,
         ),
         "regression",
         {"formula": formula, "confidence": confidence},
     )
+
+
+# -- a series of waves (docs/surveys.md#waves) -------------------------------------------------
+# A series is the surveys naming it in "series", each a wave of its own. A principal sees the
+# waves it may read the results of; a series with none of those is 404, worded as an unknown
+# series whether or not other waves exist. Each wave is estimated as its survey (_results),
+# and stats/waves.py adds the changes and the trend.
+
+
+def _no_series(series_id: str) -> ActionError:
+    return ActionError(
+        "not-found",
+        f"no series {series_id!r} on this aggregator that you may read; check the series id "
+        '(the surveys\' "series")',
+    )
+
+
+def series_waves(store: Store, series_id: str, *, who: Principal) -> list[SurveyRecord]:
+    """The surveys of a series whose results `who` may read, in wave order: ActionError
+    not-found when there are none, conflict when two of them claim one wave number."""
+    if not isinstance(series_id, str) or not SERIES_ID.fullmatch(series_id):
+        raise _no_series(series_id)
+    records = [
+        record
+        for record in access.visible_surveys(store, who)
+        if record.resolved.get("series") == series_id
+        and access.may(who, access.role_on(store, who, record.id), "results")
+    ]
+    if not records:
+        raise _no_series(series_id)
+    records.sort(key=lambda r: (int(r.resolved["wave"]), r.id))
+    for a, b in zip(records, records[1:], strict=False):
+        if a.resolved["wave"] == b.resolved["wave"]:
+            raise ActionError(
+                "conflict",
+                f"series {series_id!r}: surveys {a.id!r} and {b.id!r} are both wave "
+                f"{a.resolved['wave']}; give each wave its own number",
+            )
+    if len(records) > stats_waves.MAX_WAVES:
+        raise ActionError(
+            "too-large",
+            f"series {series_id!r} has {len(records)} waves; at most {stats_waves.MAX_WAVES}",
+        )
+    return records
+
+
+def series_results(
+    store: Store,
+    series_id: str,
+    *,
+    who: Principal,
+    confidence: float = 0.95,
+    limits: Limits = DEFAULT_LIMITS,
+    cache: SurveyCache | None = None,
+    candidates: Sequence[str] = (),
+) -> SeriesResults:
+    """The results of a series: each wave's results JSON, the changes between consecutive
+    waves and a linear trend per question option (docs/statistics.md#waves)."""
+    records = series_waves(store, series_id, who=who)
+    waves = [
+        stats_waves.Wave(
+            int(record.resolved["wave"]),
+            record.id,
+            _results(store, record, confidence, False, candidates, limits, cache).to_dict(),
+        )
+        for record in records
+    ]
+    try:
+        doc = stats_waves.series_results(series_id, waves, confidence)
+    except ValueError as exc:
+        raise ActionError("invalid", str(exc)) from None
+    for record in records:
+        audit.record(store, who, record.id, "series-results", {"series": series_id})
+    return doc

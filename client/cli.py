@@ -18,13 +18,16 @@ import click
 
 from deniable.client.client import DEFAULT_EPSILON_CAP, Client, check_true_answers
 from deniable.client.errors import ClientError
-from deniable.client.explain import PLAIN_NOTICE, explain_survey, question_lines, total_lines
+from deniable.client.explain import explain_survey, plain_notice, question_lines, total_lines
 from deniable.client.export import export_page
 from deniable.client.http import client_version
 from deniable.client.page import server_of, verify_page
 from deniable.client.receipt import Receipt
+from deniable.shared import i18n
+from deniable.shared.ballot import DIRECT, direct_notice, split_lines
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError, SurveyError
+from deniable.shared.languages import SurveyText
 from deniable.shared.mechanisms import Encoded
 from deniable.shared.survey import Question, Survey
 
@@ -61,8 +64,13 @@ def edge(func: F) -> F:
 
 def make_client(ctx: click.Context, url: str | None = None) -> Client:
     """A Client from the group's --home and --epsilon-cap (or their environment variables)."""
-    home, cap = ctx.obj
+    home, cap, _lang = ctx.obj
     return Client(url, home, epsilon_cap=cap)
+
+
+def language_of(ctx: click.Context, lang: str | None = None) -> str | None:
+    """The language asked for: a command's --lang, else the group's (`deniable --lang`)."""
+    return lang or (ctx.obj[2] if ctx.obj else None)
 
 
 @click.group(context_settings=CONTEXT)
@@ -80,11 +88,17 @@ def make_client(ctx: click.Context, url: str | None = None) -> Client:
     help="Most total epsilon to spend over all surveys "
     f"[env DENIABLE_EPSILON_CAP; default {DEFAULT_EPSILON_CAP:g}].",
 )
+@click.option(
+    "--lang",
+    metavar="TAG",
+    help="The language to speak (e.g. fr): deniable's own words, and a survey's texts when "
+    "the survey has that language [default English].",
+)
 @click.pass_context
-def cli(ctx: click.Context, home: Path | None, epsilon_cap: float | None) -> None:
+def cli(ctx: click.Context, home: Path | None, epsilon_cap: float | None, lang: str | None) -> None:
     """Answer local-differential-privacy surveys: your device randomizes every answer before
     anything is sent, and keeps a ledger of the privacy (epsilon) you have spent."""
-    ctx.obj = (home, epsilon_cap)
+    ctx.obj = (home, epsilon_cap, lang)
 
 
 def parse_answers(
@@ -118,11 +132,17 @@ def parse_answers(
     callback=parse_answers,
     help=(
         "A true answer: question id and option label (or 0-based index), or a whole number; "
-        "a select-all question takes labels separated by commas, or the flag repeated."
+        "a select-all question takes labels separated by commas, or the flag repeated. "
+        "Questions the plain answers skip are left out."
     ),
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not prompt: every answer must be given.")
 @click.option("--invitation", metavar="CODE", help="Invitation code, for invite-only surveys.")
+@click.option(
+    "--lang",
+    metavar="TAG",
+    help="The survey's language to show (e.g. fr); default: the survey's own language.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
 @click.pass_context
 @edge
@@ -133,15 +153,20 @@ def answer(
     given: dict[str, str],
     yes: bool,
     invitation: str | None,
+    lang: str | None,
     as_json: bool,
 ) -> None:
     """Answer SURVEY served at URL (asks for missing answers unless --yes)."""
+    explicit, lang = lang, language_of(ctx, lang)
+    _ = i18n.translator(lang)
     with make_client(ctx, url) as client:
         if client.receipt(survey_id) is not None:
             if not as_json:
                 click.echo(
-                    f"You already answered {survey_id!r} on this device; nothing is randomized "
-                    "again: the stored report is used."
+                    _(
+                        "You already answered {survey} on this device; nothing is randomized "
+                        "again: the stored report is used."
+                    ).format(survey=repr(survey_id))
                 )
             receipt = client.answer(survey_id, {}, invitation)
             try:  # the option labels, if the survey is still the one answered
@@ -150,62 +175,178 @@ def answer(
                 shown = None
             if shown is not None and shown.hash != receipt.survey_hash:
                 shown = None
-            show_receipt(receipt, shown, as_json)
+            show_receipt(receipt, shown, as_json, lang=lang)
             return
         survey = client.fetch_survey(survey_id)
+        if explicit:  # --lang: the survey must have it
+            language = survey_language(survey, explicit)
+        else:  # `deniable --lang`, when the survey has it
+            language = survey.language_for(lang) or survey.language
+        speak = lang or language  # deniable's own words
+        _ = i18n.translator(speak)
+        words = survey.text_in(language)
         unknown = [qid for qid in given if qid not in survey.questions]
         if unknown:
             fail(
-                f"survey {survey.id!r} has no question {unknown[0]!r}; "
-                f"its questions: {', '.join(survey.questions)}"
+                _("survey {survey} has no question {question}; its questions: {questions}").format(
+                    survey=repr(survey.id),
+                    question=repr(unknown[0]),
+                    questions=", ".join(survey.questions),
+                )
             )
-        missing = [qid for qid in survey.questions if qid not in given]
+        truth: dict[str, object] = {
+            qid: from_language(survey.questions[qid], words, value) for qid, value in given.items()
+        }
+        missing = [qid for qid in survey.relevant(truth) if qid not in truth]
         if missing and yes:
             raise click.UsageError(
-                f"--yes needs every answer; missing --answer for {', '.join(missing)}"
+                _("--yes needs every answer; missing --answer for {questions}").format(
+                    questions=", ".join(missing)
+                )
             )
-        truth: dict[str, object] = dict(given)
+        # Split ballots: each arm is drawn before its question is shown (docs/surveys.md).
+        drawn = survey.draw_arms(survey.split)
         if not yes:
             spent = client.status().epsilon_spent
-            truth.update(ask(survey, missing))
+            truth = ask(survey, truth, words, lang=speak, arms=drawn)
             click.echo()
-            for line in total_lines(survey, spent=spent, cap=client.epsilon_cap):
+            for line in total_lines(survey, spent=spent, cap=client.epsilon_cap, lang=speak):
                 click.echo(line)
+            for line in skip_lines(survey, truth, lang=speak):
+                click.echo(line)
+            given_direct = [
+                qid
+                for qid, arm in drawn.items()
+                if arm == DIRECT and qid in given and qid in survey.relevant(truth)
+            ]
+            if given_direct:  # answered with --answer: not prompted, so said here
+                click.echo(f"{direct_notice(speak)} ({', '.join(given_direct)})")
             click.confirm(
-                "Randomize these answers on this device and send them?", default=True, abort=True
+                _("Randomize these answers on this device and send them?"), default=True, abort=True
             )
         check_true_answers(survey, truth)  # a bad answer is said before anything else
-        plain = [q.id for q in survey.questions.values() if q.plain]
+        plain = [qid for qid in truth if survey.questions[qid].plain]
         if plain and yes:  # the prompts said it already; say it before sending here too
-            click.echo(f"{PLAIN_NOTICE} ({', '.join(plain)})", err=True)
-        show_receipt(client.answer(survey_id, truth, invitation, survey=survey), survey, as_json)
+            click.echo(f"{plain_notice(speak)} ({', '.join(plain)})", err=True)
+        asked = survey.relevant(truth)
+        arms = {qid: arm for qid, arm in drawn.items() if qid in asked}
+        direct = [qid for qid, arm in arms.items() if arm == DIRECT]
+        if direct and yes:  # the prompts said it already; say it before sending here too
+            click.echo(f"{direct_notice(speak)} ({', '.join(direct)})", err=True)
+        receipt = client.answer(survey_id, truth, invitation, survey=survey, arms=arms)
+        show_receipt(receipt, survey, as_json, lang=speak, language=language)
 
 
-def ask(survey: Survey, missing: Sequence[str]) -> dict[str, str]:
-    """Prompt for each missing answer, showing options and privacy cost in plain words."""
-    click.echo(f"{survey.title} ({survey.id})")
-    click.echo(
-        "Your device randomizes every answer before anything leaves it; the server only ever "
-        "sees the noisy answers."
-    )
-    answers: dict[str, str] = {}
-    for number, qid in enumerate(missing, start=1):
-        question = survey.questions[qid]
-        click.echo()
-        click.echo(f"{number}/{len(missing)}  {question.text}  [{qid}]")
-        if question.kind.numbered:
-            click.echo(
-                "     " + "   ".join(f"{i}) {label}" for i, label in enumerate(question.options, 1))
+def survey_language(survey: Survey, lang: str | None) -> str:
+    """The survey's language `--lang` asks for (the default without it); ClientError listing
+    the survey's languages when it has none such."""
+    if lang is None:
+        return survey.language
+    found = survey.language_for(lang)
+    if found is None:
+        _ = i18n.translator(lang)
+        raise ClientError(
+            _("survey {survey} is not in {language}; its languages: {languages}").format(
+                survey=repr(survey.id), language=repr(lang), languages=", ".join(survey.languages)
             )
-        for line in question_lines(question):
-            click.echo(f"     {line}")
-        answers[qid] = click.prompt(
-            question.kind.prompt(question),
+        )
+    return found
+
+
+def from_language(question: Question, words: SurveyText, value: object) -> object:
+    """A typed answer whose option labels may be in the shown language, with the labels the
+    survey's wire uses (the default language's); other values as given."""
+    shown = words.questions[question.id].options
+    if not shown or tuple(shown) == tuple(question.options):
+        return value
+    folded = {label.casefold(): question.options[i] for i, label in enumerate(shown)}
+
+    def one(item: object) -> object:
+        if isinstance(item, str):
+            return folded.get(item.strip().casefold(), item)
+        return item
+
+    if isinstance(value, list):
+        return [one(item) for item in value]
+    if isinstance(value, str) and value.strip().casefold() not in folded and "," in value:
+        return ",".join(str(one(part)) for part in value.split(","))
+    return one(value)
+
+
+def ask(
+    survey: Survey,
+    given: Mapping[str, object],
+    words: SurveyText,
+    *,
+    lang: str,
+    arms: Mapping[str, str] | None = None,
+) -> dict[str, object]:
+    """Prompt for each missing answer of the questions asked, in order, showing the note,
+    options, hint and privacy cost in plain words; a question the plain answers so far skip
+    is not asked. A split-ballot question drawn in the direct arm (`arms`) says it is sent
+    exactly as answered instead. Returns every answer, the given ones included."""
+    arms = arms or {}
+    _ = i18n.translator(lang)
+    click.echo(f"{words.title} ({survey.id})")
+    click.echo(
+        _(
+            "Your device randomizes every answer before anything leaves it; the server only ever "
+            "sees the noisy answers."
+        )
+    )
+    truth: dict[str, object] = {}
+    number = 0
+    for qid, question in survey.questions.items():
+        if qid not in survey.relevant(truth):
+            if qid in given:  # said now, naming why, rather than after the other prompts
+                check_true_answers(survey, {**truth, qid: given[qid]})
+            continue
+        if qid in given:
+            truth[qid] = given[qid]
+            continue
+        number += 1
+        text = words.questions[qid]
+        click.echo()
+        if text.note:
+            click.echo(text.note)
+        click.echo(f"{number}.  {text.text}  [{qid}]")
+        if question.kind.numbered:
+            labels = text.options or tuple(question.options)
+            click.echo("     " + "   ".join(f"{i}) {label}" for i, label in enumerate(labels, 1)))
+        if text.hint:
+            click.echo(f"     {text.hint}")
+        if arms.get(qid) == DIRECT:  # split ballot, direct arm: said before the answer
+            click.echo(f"     {direct_notice(lang)}")
+        else:
+            lines = question_lines(question, lang=lang)
+            if question.longitudinal is not None:  # both epsilons, before answering
+                lines = [question.randomizer.describe(), *lines[1:]]
+            for line in lines:
+                click.echo(f"     {line}")
+        truth[qid] = click.prompt(
+            prompt_text(question, lang),
             default=question.kind.prompt_default,
             show_default=False,
-            value_proc=lambda text, q=question: option_of(q, text),
+            value_proc=lambda typed, q=question: option_of(q, str(from_language(q, words, typed))),
         )
-    return answers
+    return truth
+
+
+def prompt_text(question: Question, lang: str) -> str:
+    """The prompt for a true answer, in the respondent's language."""
+    _ = i18n.translator(lang)
+    control = question.kind.control  # the page's input: choice, number, boxes or words
+    if control == "number":
+        text = _("Your answer (a whole number from {low} to {high})").format(
+            low=question.low, high=question.high
+        )
+    elif control == "boxes":
+        text = _("Your answers (numbers or labels, separated by commas; Enter for none)")
+    elif control == "words":
+        text = _("Your answer (a word or a short phrase)")
+    else:
+        text = _("Your answer (1-{count})").format(count=question.k)
+    return f"     {text}"
 
 
 def option_of(question: Question, text: str) -> Any:
@@ -217,6 +358,21 @@ def option_of(question: Question, text: str) -> Any:
         raise click.BadParameter(str(exc)) from None
 
 
+def skip_lines(survey: Survey, truth: Mapping[str, object], *, lang: str) -> list[str]:
+    """For a survey with skip logic: what this report spends against the most it can."""
+    if not survey.conditional:
+        return []
+    _ = i18n.translator(lang)
+    asked = survey.relevant(truth)
+    line = _(
+        "Some questions are asked only after certain answers, and a question not asked costs "
+        "nothing: this report holds {asked} of the {total} questions and spends epsilon "
+        "{spends}, of at most {most} for the survey."
+    )
+    spends, most = f"{survey.epsilon_of(asked):.4g}", f"{survey.epsilon:.4g}"
+    return [line.format(asked=len(asked), total=len(survey.questions), spends=spends, most=most)]
+
+
 def noisy_text(question: Question | None, value: Encoded) -> str:
     """A noisy answer as the respondent should read it ("yes", "C", "0010 (marks C)")."""
     if question is None:
@@ -224,43 +380,72 @@ def noisy_text(question: Question | None, value: Encoded) -> str:
     return question.kind.noisy_text(question, value)
 
 
-def show_receipt(receipt: Receipt, survey: Survey | None, as_json: bool) -> None:
-    """Print what was sent and what it cost."""
+def show_receipt(
+    receipt: Receipt,
+    survey: Survey | None,
+    as_json: bool,
+    *,
+    lang: str | None = None,
+    language: str | None = None,
+) -> None:
+    """Print what was sent and what it cost: deniable's words in `lang`, option labels in the
+    survey's language `language` (else `lang`'s, else its default)."""
     if as_json:
         click.echo(json.dumps(asdict(receipt), indent=2, sort_keys=True))
         return
+    _ = i18n.translator(lang)
     click.echo()
-    click.echo(f"Report {receipt.report_id} for {receipt.survey!r}: {receipt.status}")
+    click.echo(
+        _("Report {report_id} for {survey}: {status}").format(
+            report_id=receipt.report_id, survey=repr(receipt.survey), status=receipt.status
+        )
+    )
     if receipt.status == "queued":
         click.echo(
-            f"  Not sent yet ({receipt.reason}); it is saved on this device and "
-            "`deniable sync` will send it later."
+            "  "
+            + _(
+                "Not sent yet ({reason}); it is saved on this device and `deniable sync` will "
+                "send it later."
+            ).format(reason=receipt.reason)
         )
     elif receipt.reason:
-        click.echo(f"  Reason: {receipt.reason}")
+        click.echo("  " + _("Reason: {reason}").format(reason=receipt.reason))
     click.echo(
-        f"Privacy spent: epsilon {receipt.epsilon:.4g} for this survey; "
-        f"{receipt.epsilon_spent:.4g} in total."
+        _("Privacy spent: epsilon {epsilon} for this survey; {total} in total.").format(
+            epsilon=f"{receipt.epsilon:.4g}", total=f"{receipt.epsilon_spent:.4g}"
+        )
     )
-    click.echo("Noisy answers sent (randomized on this device, not your true answers):")
+    click.echo(_("Noisy answers sent (randomized on this device, not your true answers):"))
     questions: Mapping[str, Question] = survey.questions if survey is not None else {}
+    words = survey.text_in(language or lang) if survey is not None else None
     order = [qid for qid in questions if qid in receipt.answers]
     order += [qid for qid in receipt.answers if qid not in questions]
     for qid in order:
-        click.echo(f"  {qid}: {noisy_text(questions.get(qid), receipt.answers[qid])}")
+        value = receipt.answers[qid]
+        if receipt.arms.get(qid) == DIRECT:  # a split ballot's direct arm: sent as answered
+            asked = questions[qid].direct_question if qid in questions else None
+            click.echo(f"  {qid}: {noisy_text(asked, value)} ({direct_notice(lang)})")
+            continue
+        shown = words.questions[qid].options if words is not None and qid in questions else ()
+        if type(value) is int and 0 <= value < len(shown):  # an option, in the shown language
+            click.echo(f"  {qid}: {shown[value]}")
+        else:
+            click.echo(f"  {qid}: {noisy_text(questions.get(qid), value)}")
 
 
 @cli.command()
 @click.argument("target", metavar="URL|FILE.json")
 @click.argument("survey_id", metavar="[SURVEY]", required=False)
+@click.option("--lang", metavar="TAG", help="The language of deniable's words (e.g. fr).")
 @click.pass_context
 @edge
-def explain(ctx: click.Context, target: str, survey_id: str | None) -> None:
+def explain(ctx: click.Context, target: str, survey_id: str | None, lang: str | None) -> None:
     """Explain a survey in plain words: what is sent, how likely your true answer is kept,
     and what its epsilon means for you. Give URL SURVEY, or a local survey FILE.json."""
+    lang = language_of(ctx, lang)
     if survey_id is not None:
         with make_client(ctx, target) as client:
-            click.echo(client.explain(survey_id))
+            click.echo(client.explain(survey_id, lang=lang))
         return
     path = Path(target)
     if not path.is_file():
@@ -275,7 +460,10 @@ def explain(ctx: click.Context, target: str, survey_id: str | None) -> None:
         survey = Survey.from_dict(doc)
     except SurveyError as exc:
         fail(f"{path}: {exc}")
-    click.echo(explain_survey(survey))
+    click.echo(explain_survey(survey, lang=lang))
+    shares = {qid: survey.questions[qid].direct_share for qid in survey.split}
+    if shares:  # a split ballot (docs/surveys.md#split-ballot)
+        click.echo("\n" + "\n".join(split_lines(shares, lang)))  # type: ignore[arg-type]
 
 
 @cli.command()
@@ -289,21 +477,40 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(asdict(state), indent=2, sort_keys=True))
         return
-    click.echo(f"Surveys answered: {state.surveys_answered}")
+    _ = i18n.translator(language_of(ctx))
+    click.echo(_("Surveys answered: {count}").format(count=state.surveys_answered))
     click.echo(
-        f"Epsilon spent: {state.epsilon_spent:.4g} of your cap of {state.epsilon_cap:.4g} "
-        f"({state.epsilon_left:.4g} left)"
+        _("Epsilon spent: {spent} of your cap of {cap} ({left} left)").format(
+            spent=f"{state.epsilon_spent:.4g}",
+            cap=f"{state.epsilon_cap:.4g}",
+            left=f"{state.epsilon_left:.4g}",
+        )
     )
-    waiting = f"Reports waiting to be sent: {state.pending}"
-    click.echo(waiting + (" (run `deniable sync`)" if state.pending else ""))
+    if state.pending:
+        click.echo(
+            _("Reports waiting to be sent: {count} (run `deniable sync`)").format(
+                count=state.pending
+            )
+        )
+    else:
+        click.echo(_("Reports waiting to be sent: {count}").format(count=state.pending))
     if state.rejected:
-        click.echo(f"Reports rejected by the server: {state.rejected}")
+        click.echo(_("Reports rejected by the server: {count}").format(count=state.rejected))
+    words = {"sent": _("sent"), "pending": _("waiting"), "rejected": _("rejected")}
     for entry in state.entries:
-        shown = {"sent": "sent", "pending": "waiting", "rejected": "rejected"}[entry.status]
         reason = f" ({entry.reason})" if entry.reason and entry.status != "sent" else ""
         click.echo(
-            f"  {entry.survey} at {entry.server}: epsilon {entry.epsilon:.4g}, "
-            f"{shown}{reason}, answered {entry.created_at}"
+            "  "
+            + _(
+                "{survey} at {server}: epsilon {epsilon}, {status}{reason}, answered {when}"
+            ).format(
+                survey=entry.survey,
+                server=entry.server,
+                epsilon=f"{entry.epsilon:.4g}",
+                status=words[entry.status],
+                reason=reason,
+                when=entry.created_at,
+            )
         )
 
 
@@ -314,8 +521,9 @@ def sync(ctx: click.Context) -> None:
     """Send every report waiting in the outbox."""
     with make_client(ctx) as client:
         receipts = client.sync()
+    _ = i18n.translator(language_of(ctx))
     if not receipts:
-        click.echo("Nothing to send.")
+        click.echo(_("Nothing to send."))
         return
     for receipt in receipts:
         reason = f" ({receipt.reason})" if receipt.reason else ""
@@ -323,14 +531,18 @@ def sync(ctx: click.Context) -> None:
     queued = [r for r in receipts if r.status == "queued"]
     if queued:
         fail(
-            f"{len(queued)} report(s) could not be sent ({queued[0].reason}); they stay saved: "
-            "run `deniable sync` again later"
+            _(
+                "{count} report(s) could not be sent ({reason}); they stay saved: run "
+                "`deniable sync` again later"
+            ).format(count=len(queued), reason=queued[0].reason)
         )
     rejected = [r for r in receipts if r.status == "rejected"]
     if rejected:
         fail(
-            f"the server refused {len(rejected)} report(s) ({rejected[0].reason}); they stay in "
-            "the ledger marked rejected (`deniable status`)"
+            _(
+                "the server refused {count} report(s) ({reason}); they stay in the ledger marked "
+                "rejected (`deniable status`)"
+            ).format(count=len(rejected), reason=rejected[0].reason)
         )
 
 

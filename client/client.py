@@ -11,6 +11,7 @@ from types import TracebackType
 import platformdirs
 import requests
 
+from deniable.client import memo
 from deniable.client.errors import (
     ClientError,
     EpsilonCapError,
@@ -23,6 +24,8 @@ from deniable.client.keys import KeyStore
 from deniable.client.ledger import Ledger, StoredReport, utc_now
 from deniable.client.receipt import Receipt, Status
 from deniable.client.urls import normalize_url
+from deniable.shared import waves
+from deniable.shared.ballot import split_lines
 from deniable.shared.errors import SurveyError
 from deniable.shared.report import build_report, hour_now, randomize_answers, sign_report
 from deniable.shared.signing import public_key_text
@@ -111,11 +114,16 @@ class Client:
         """The survey as the server publishes it, verified against its hash."""
         return self._api(self._server()).fetch_survey(survey_id)
 
-    def explain(self, survey_id: str) -> str:
-        """In plain words: what answering the survey sends and what it costs in privacy."""
-        return explain_survey(
-            self.fetch_survey(survey_id), spent=self.ledger.spent(), cap=self.epsilon_cap
-        )
+    def explain(self, survey_id: str, *, lang: str | None = None) -> str:
+        """In plain words: what answering the survey sends and what it costs in privacy (the
+        product's words in `lang`, English without a catalog for it)."""
+        survey = self.fetch_survey(survey_id)
+        text = explain_survey(survey, spent=self.ledger.spent(), cap=self.epsilon_cap, lang=lang)
+        shares = {qid: survey.questions[qid].direct_share for qid in survey.split}
+        if not shares:
+            return text
+        # A split ballot (docs/surveys.md#split-ballot): said before any arm is drawn.
+        return "\n".join([text, "", *split_lines(shares, lang)])  # type: ignore[arg-type]
 
     def receipt(self, survey_id: str) -> Receipt | None:
         """The stored receipt of a survey already answered on this server (no network), or None."""
@@ -130,8 +138,13 @@ class Client:
         invitation: str | None = None,
         *,
         survey: Survey | None = None,
+        arms: Mapping[str, str] | None = None,
     ) -> Receipt:
         """Randomize true answers on this device, store the signed report, then send it.
+
+        `arms` are the split-ballot arms the respondent was shown (drawn with
+        `Survey.draw_arms` before asking, docs/surveys.md#split-ballot); drawn here when not
+        given. A direct arm's answer is sent as given and costs no epsilon.
 
         `survey` is the survey as already fetched and shown to the respondent: it is answered
         as is, not fetched again, so what is randomized and spent is what they agreed to (a
@@ -163,16 +176,37 @@ class Client:
                 "(--invitation CODE)"
             )
         truth = check_true_answers(survey, answers)
-        self._check_budget(self.ledger.spent(), survey)
+        asked = survey.relevant(truth)
+        if arms is None:
+            arms = survey.draw_arms(asked)
+        arms = {qid: arm for qid, arm in arms.items() if qid in asked}
+        # The questions asked: a skipped one costs nothing, nor one asked directly.
+        needed = survey.epsilon_of(truth, arms)
+        repeated = bool(waves.longitudinal_questions(survey))
+        if repeated:  # epsilon_perm only for a value not memoized yet (client/memo.py)
+            memo.refuse_shared(survey)
+            with self.ledger.transaction() as tx:
+                needed = memo.would_charge(tx.conn, server, survey, truth, arms)
+        self._check_budget(self.ledger.spent(), survey, needed)
         key = self.keys.key_for(server, survey.id)
         if invitation and survey.enrollment == "invite":
             api.enroll(survey, key, invitation)
         with self.ledger.transaction() as tx:
             stored = tx.get(server, survey.id)
             if stored is None:
-                self._check_budget(tx.spent(), survey)
-                report = build_report(survey, randomize_answers(survey, truth), key)
-                tx.insert(server, survey.title, survey.epsilon, report)
+                if repeated:
+                    needed = memo.would_charge(tx.conn, server, survey, truth, arms)
+                self._check_budget(tx.spent(), survey, needed)
+                noisy = randomize_answers(survey, truth, arms)
+                if repeated:  # the permanent answers drawn once, re-randomized each wave
+                    drawn = memo.memoized_answers(
+                        tx.conn, server, survey, noisy, truth, arms, now=utc_now()
+                    )
+                    report = build_report(survey, drawn.answers, key, arms=arms or None)
+                    tx.insert(server, survey.title, drawn.epsilon, report)
+                else:
+                    report = build_report(survey, noisy, key, arms=arms)
+                    tx.record(server, survey, report)
         if stored is not None:  # another process answered it meanwhile: use its report
             return self._answer_again(stored, None)
         fresh = self.ledger.get(server, survey.id)
@@ -268,8 +302,7 @@ class Client:
     def _api(self, server: str) -> Api:
         return Api(server, self.session, self.timeout)
 
-    def _check_budget(self, spent: float, survey: Survey) -> None:
-        needed = survey.epsilon
+    def _check_budget(self, spent: float, survey: Survey, needed: float) -> None:
         if spent + needed > self.epsilon_cap + _CAP_SLACK:
             left = max(0.0, self.epsilon_cap - spent)
             raise EpsilonCapError(
@@ -312,6 +345,7 @@ class Client:
             answers=dict(stored.report["answers"]),
             repeated=repeated,
             survey_hash=entry.survey_hash,
+            arms=dict(stored.report.get("arms") or {}),
         )
 
 
@@ -337,21 +371,37 @@ def _aged(stored: StoredReport, outcome: Outcome) -> bool:
 
 def check_true_answers(
     survey: Survey, answers: Mapping[str, object]
-) -> dict[str, int | frozenset[int]]:
-    """Each question's true answer, checked and normalized (an option index, an integer's
-    value, a set of selected indices); ClientError names what is wrong."""
+) -> dict[str, int | frozenset[int] | str]:
+    """Each asked question's true answer, checked and normalized (an option index, an
+    integer's value, a set of selected indices); the plain answers decide which questions are
+    asked (docs/surveys.md#skip-logic). ClientError names what is wrong, an answer to a
+    question they skip included."""
     if not isinstance(answers, Mapping):
         raise ClientError(f"answers must map question ids to answers, got {type(answers).__name__}")
     ids = ", ".join(survey.questions)
     for qid in answers:
         if qid not in survey.questions:
             raise ClientError(f"survey {survey.id!r} has no question {qid!r}; its questions: {ids}")
-    truth: dict[str, int | frozenset[int]] = {}
+    truth: dict[str, int | frozenset[int] | str] = {}
     for qid, question in survey.questions.items():
+        if qid not in survey.relevant(truth):  # only earlier answers decide: all checked
+            if qid in answers:
+                values = survey.condition_values(
+                    {g: survey.questions[g].randomize(truth[g]) for g in survey.gates if g in truth}
+                )
+                raise ClientError(
+                    f"question {qid!r} is {survey.why_skipped(qid, values)}; leave its answer out"
+                )
+            continue
         if qid not in answers:
+            rule = (
+                "the answers before it make it relevant"
+                if question.condition is not None
+                else "every question must be answered"
+            )
             raise ClientError(
-                f"question {qid!r} ({question.text}) has no answer; every question must be "
-                f"answered, with {question.answer_hint}"
+                f"question {qid!r} ({question.text}) has no answer; {rule}, with "
+                f"{question.answer_hint}"
             )
         try:
             truth[qid] = question.normalize(answers[qid])

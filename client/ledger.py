@@ -2,8 +2,9 @@
 
 One row per (server, survey): the survey's hash, title and epsilon, the signed report, and its
 status (pending, sent or rejected); a pending report the server asked to send later keeps the
-time it may be sent again (retry_at). The epsilon spent is the sum over rows; a re-send costs
-nothing. Writers take the database lock with BEGIN IMMEDIATE before reading what they decide
+time it may be sent again (retry_at). A row's epsilon is what its report spends: the epsilons
+of the randomized questions it holds (`charged`; a question the plain answers skipped costs
+nothing). The epsilon spent is the sum over rows; a re-send costs nothing. Writers take the database lock with BEGIN IMMEDIATE before reading what they decide
 on, so two processes answering the same survey at once cannot both randomize it.
 """
 
@@ -14,7 +15,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,7 @@ from deniable.client.errors import ClientError
 from deniable.client.keys import ensure_private_dir
 from deniable.client.receipt import LedgerEntry
 from deniable.client.urls import same_server
+from deniable.shared.survey import Survey
 
 SCHEMA_VERSION = 2
 LEDGER_FILE = "ledger.sqlite3"
@@ -57,6 +59,14 @@ def utc_now(later: float = 0) -> str:
     return (datetime.now(UTC) + timedelta(seconds=later)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def charged(survey: Survey, report: Mapping[str, Any]) -> float:
+    """What a report to `survey` spends: the sum of the epsilons of the randomized questions
+    it holds. A question the respondent's plain answers skipped is not in it and costs nothing,
+    nor one asked directly (a split ballot's direct arm, sent as given like a plain answer);
+    `survey.epsilon` is the most a report can spend."""
+    return survey.epsilon_of(report["answers"], report.get("arms"))
+
+
 @dataclass(frozen=True)
 class StoredReport:
     """A ledger row with its signed report parsed."""
@@ -79,6 +89,10 @@ class Transaction:
     def spent(self) -> float:
         """Total epsilon over every survey answered on this device."""
         return _spent(self.conn)
+
+    def record(self, server: str, survey: Survey, report: dict[str, Any]) -> None:
+        """Record a new signed report to `survey` as pending, charged what it spends."""
+        self.insert(server, survey.title, charged(survey, report), report)
 
     def insert(self, server: str, title: str, epsilon: float, report: dict[str, Any]) -> None:
         """Record a new signed report as pending (committed when the transaction ends)."""

@@ -18,7 +18,7 @@ import posixpath
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import requests
 
@@ -27,14 +27,17 @@ from deniable.client.http import Api, make_session
 from deniable.client.urls import normalize_url
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import SurveyError
-from deniable.shared.page import MODULES, exported_page, served_page, sri
+from deniable.shared.page import IMPORTED, MODULES, exported_page, served_page, sri
 from deniable.shared.survey import Survey
 
 #: The page's scripts: the protocol module and the page logic that reads the form.
 SCRIPTS = ("deniable.js", "respond.js")
+#: The page's JSON data blocks besides the pinned survey: the product's words and the
+#: plain-words explanations in each of the survey's languages (shared/page.py).
+DATA_BLOCKS = ("page-messages", "page-explanations")
 #: Redirects followed to reach a page (a directory's address answers with its slash added).
 MAX_REDIRECTS = 5
-#: The most module references read from one page (the page has five): a hostile page cannot
+#: The most module references read from one page (the page has six): a hostile page cannot
 #: make verify-page fetch without end.
 MAX_REFERENCES = 20
 
@@ -215,6 +218,8 @@ def _check_page(checker: _Checker, parsed: _PageParser) -> tuple[dict[str, objec
                 mapped.add(urljoin(checker.page_url, url))
         elif kind == "application/json" and attrs.get("id") == "pinned-survey":
             pinned_text = text
+        elif kind == "application/json" and attrs.get("id") in DATA_BLOCKS:
+            pass  # data the page reads, never runs: the exact-page check covers its bytes
         else:
             checker.fail("inline script", "the page runs inline code deniable does not ship")
     for attrs in parsed.links:
@@ -222,11 +227,10 @@ def _check_page(checker: _Checker, parsed: _PageParser) -> tuple[dict[str, objec
             checker.module(attrs.get("href", ""), "stylesheet", attrs.get("integrity", ""))
     if not any(_module_name(url) == "respond.js" for url in scripts):
         checker.fail("respond.js", "the page does not load respond.js")
-    for url in scripts:  # what each module imports (./deniable.js) is pinned by the import map
-        if urljoin(url, "deniable.js") not in mapped:
-            checker.fail(
-                "deniable.js", f"the import map does not pin {urljoin(url, 'deniable.js')}"
-            )
+    for url in scripts:  # what each module imports (./deniable.js, ...) the import map pins
+        for name in IMPORTED:
+            if urljoin(url, name) not in mapped:
+                checker.fail(name, f"the import map does not pin {urljoin(url, name)}")
     worker = (parsed.main or {}).get("data-service-worker")
     if worker:  # a worker's script cannot be pinned by integrity: its bytes are compared
         checker.module(worker, "service worker", None)
@@ -334,6 +338,7 @@ def _check_exact(
     integrity = {name: sri(installed_script(name)) for name in MODULES}
     module_sha256 = hashlib.sha256(installed_script("deniable.js")).hexdigest()
     aggregator = main.get("data-aggregator", "")
+    asked = parse_qs(parts.query).get("lang", [None])[0]  # /s/<id>?lang= is first shown in it
     expected = []
     for closed in (False, True):
         expected.append(
@@ -355,6 +360,7 @@ def _check_exact(
                     closed=closed,
                     integrity=integrity,
                     module_sha256=module_sha256,
+                    lang=asked,
                 )
             )
     if text in expected:

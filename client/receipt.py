@@ -25,6 +25,9 @@ class Receipt:
     answers: Mapping[str, Encoded] = field(default_factory=dict)
     repeated: bool = False
     survey_hash: str = ""
+    #: Each split-ballot question's arm (docs/surveys.md#split-ballot): a direct answer was
+    #: sent exactly as given.
+    arms: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

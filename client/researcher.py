@@ -93,6 +93,13 @@ class Researcher:
             params["candidates"] = ",".join(candidates)
         return self._json("GET", self._survey_path(survey, "/results"), params=params)
 
+    def series_results(self, series: str, confidence: float = 0.95) -> dict[str, Any]:
+        """A series of waves (docs/surveys.md#waves): each wave's results JSON, the changes
+        between consecutive waves and the trend per question option, with intervals."""
+        params = {"confidence": repr(float(confidence))}
+        path = f"/api/v1/series/{quote(series, safe='')}/results"
+        return self._json("GET", path, params=params)
+
     def results_csv(self, survey: str, confidence: float = 0.95, simultaneous: bool = False) -> str:
         """The results as CSV text."""
         params = {
@@ -102,6 +109,13 @@ class Researcher:
         response = self._request("GET", self._survey_path(survey, "/results.csv"), params=params)
         response.encoding = "utf-8"
         return response.text
+
+    def regress(self, survey: str, formula: str, confidence: float = 0.95) -> dict[str, Any]:
+        """Fit `outcome ~ covariates` on the stored reports (docs/analysis.md): rr's rrreg, or,
+        with a plain outcome and a randomized yes/no among the terms, rrreg.predictor's joint
+        model (`predictor`, `predictor_model`); the regression JSON."""
+        body = {"formula": formula, "confidence": float(confidence)}
+        return self._json("POST", self._survey_path(survey, "/regression"), json=body)
 
     def reports(self, survey: str) -> Iterator[dict[str, Any]]:
         """Every stored noisy report of a survey, streamed line by line."""

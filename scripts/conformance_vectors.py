@@ -182,6 +182,51 @@ SURVEYS: list[dict[str, object]] = [
             },
         ],
     },
+    {
+        "id": "languages-and-skips",
+        "title": "Smoking",
+        "description": "Two minutes.",
+        "language": "en",
+        "questions": [
+            {
+                "id": "smokes",
+                "text": "Do you smoke?",
+                "type": "binary",
+                "mechanism": "none",
+                "note": "About tobacco only.",
+            },
+            {
+                "id": "daily",
+                "text": "Every day?",
+                "type": "binary",
+                "epsilon": 1.0,
+                "hint": "Most days counts.",
+                "relevant": "smokes == 'yes'",
+            },
+        ],
+        "translations": {
+            "ar": {
+                "title": "التدخين",
+                "description": "دقيقتان.",
+                "questions": {
+                    "smokes": {"text": "هل تدخن؟", "options": ["لا", "نعم"], "note": "التبغ فقط."},
+                    "daily": {"text": "كل يوم؟", "options": ["لا", "نعم"], "hint": "معظم الأيام."},
+                },
+            },
+            "fr": {
+                "title": "Tabac",
+                "description": "Deux minutes.",
+                "questions": {
+                    "smokes": {"text": "Fumez-vous ?", "options": ["non", "oui"], "note": "Tabac."},
+                    "daily": {
+                        "text": "Chaque jour ?",
+                        "options": ["non", "oui"],
+                        "hint": "Presque.",
+                    },
+                },
+            },
+        },
+    },
 ]
 
 
@@ -677,6 +722,61 @@ def delivery_vectors() -> list[dict[str, object]]:
     return cases
 
 
+#: A wave of a series with each memoized mechanism (docs/surveys.md#waves): longitudinal.json.
+WAVE: dict[str, object] = {
+    "id": "panel-2026-w1",
+    "title": "Panel 2026, wave 1",
+    "series": "panel-2026",
+    "wave": 1,
+    "questions": [
+        {
+            "id": "smokes",
+            "text": "Do you smoke?",
+            "type": "binary",
+            "longitudinal": {"epsilon_perm": 2.0, "epsilon_1": 1.0},
+        },
+        {
+            "id": "party",
+            "text": "Which party?",
+            "type": "categorical",
+            "options": ["A", "B", "C"],
+            "longitudinal": {"epsilon_perm": 3, "epsilon_1": 1.5},
+        },
+        {
+            "id": "mood",
+            "text": "Your mood?",
+            "type": "categorical",
+            "options": ["low", "fair", "high"],
+            "mechanism": "oue",
+            "longitudinal": {"epsilon_perm": 2.5, "epsilon_1": 1},
+        },
+    ],
+}
+
+
+def longitudinal_vectors() -> dict[str, object]:
+    """The wave's resolved survey and hash, and for each question both rounds' exact
+    probabilities: memo[i][m] = P[memo m | true option i], report[m][r] = P[report r | memo m]
+    over `outputs` (the wire answers), as "num/den" text."""
+    survey = Survey.from_dict(WAVE)
+    questions = []
+    for qid, question in survey.questions.items():
+        chain = question.longitudinal
+        assert chain is not None
+        outputs = list(chain.outputs())
+        questions.append(
+            {
+                "id": qid,
+                "outputs": outputs,
+                "memo": [
+                    [str(chain.memo_probability(m, i)) for m in outputs] for i in range(chain.k)
+                ],
+                "report": [[str(chain.report_probability(r, m)) for r in outputs] for m in outputs],
+            }
+        )
+    return {"survey": survey.to_dict(), "hash": survey.hash, "questions": questions}
+
+
 def vectors() -> dict[str, object]:
     """Every vector file's content, computed by the Python protocol (delivery.json: by hand)."""
     canonical = [{"value": v, "canonical": canonical_json(v).decode("utf-8")} for v in VALUES]
@@ -707,6 +807,7 @@ def vectors() -> dict[str, object]:
         "signed_report.json": signed,
         "text.json": text_vectors(),
         "delivery.json": delivery_vectors(),
+        "longitudinal.json": longitudinal_vectors(),
     }
 
 

@@ -4,7 +4,9 @@ Pure Python (no numpy): the client installs it without the aggregator's dependen
 """
 
 from deniable.shared.canonical import b64url_decode, b64url_encode, canonical_json, sha256_hex
+from deniable.shared.conditions import ConditionError, relevant_from_answers
 from deniable.shared.errors import DeniableError, ReportError, SurveyError
+from deniable.shared.languages import SurveyText
 from deniable.shared.mechanisms import (
     GRR,
     MECHANISMS,
@@ -41,6 +43,7 @@ __all__ = [
     "RAPPOR",
     "RR",
     "Coins",
+    "ConditionError",
     "DeniableError",
     "Encoded",
     "Mechanism",
@@ -51,6 +54,7 @@ __all__ = [
     "QuestionType",
     "ReportError",
     "Survey",
+    "SurveyText",
     "Sketch",
     "SurveyError",
     "b64url_decode",
@@ -63,6 +67,7 @@ __all__ = [
     "normalize_text",
     "parse_report",
     "randomize_answers",
+    "relevant_from_answers",
     "sha256_hex",
     "sign_report",
     "signed_bytes",

@@ -9,9 +9,15 @@ resolved document and hash in a script data block, and it names the one aggregat
 
 The DOM the page's JavaScript reads (static/respond.js):
 `<main id="main" data-survey data-survey-hash data-aggregator data-cap data-epsilon data-device
-data-service-worker>`, `<script type="application/json" id="pinned-survey">`, and the hidden
-`[data-thanks]`, `[data-next]`, `[data-waiting]`, `[data-sent]`, `[data-shared-note]` and
-`[data-invitation]` elements of the shared-device mode.
+data-service-worker data-lang>`, `<script type="application/json" id="pinned-survey">`, the
+product's words in each of the survey's languages (`<script type="application/json"
+id="page-messages">`: `{tag: {msgid: text}}`), the language switcher `[data-lang-switcher]`,
+the texts it rewrites (`[data-t]` with `data-t-args`: a fixed text by its English msgid;
+`[data-text]`, `[data-question-text]`, `[data-option]`, `[data-hint]`, `[data-note]`: the
+survey's own texts), each question's `[data-item]` (hidden when its `relevant` condition is
+false), and the hidden `[data-thanks]`, `[data-next]`, `[data-waiting]`, `[data-sent]`,
+`[data-shared-note]` and `[data-invitation]` elements of the shared-device mode
+(docs/fieldwork.md, docs/surveys.md).
 """
 
 from __future__ import annotations
@@ -19,20 +25,23 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from deniable.shared import i18n
 from deniable.shared.explain import question_lines, total_lines
-from deniable.shared.survey import Survey
+from deniable.shared.survey import Question, Survey
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-#: The page's files: the protocol module, the page, the service worker and the stylesheet.
-MODULES = ("deniable.js", "respond.js", "sw.js", "respond.css")
+#: The page's files: the protocol module, the skip-logic conditions, the memo of permanent
+#: answers (waves), the page, the service worker and the stylesheet.
+MODULES = ("deniable.js", "conditions.js", "memo.js", "respond.js", "sw.js", "respond.css")
 #: The modules other modules import: the import map pins them (a script tag pins the rest).
-IMPORTED = ("deniable.js",)
+IMPORTED = ("deniable.js", "conditions.js", "memo.js")
 #: The bare specifier the import map gives the protocol module.
 SPECIFIER = "deniable"
 
@@ -89,6 +98,127 @@ def pinned_survey(survey: Survey) -> str:
     return script_data({"survey": survey.to_dict(), "survey_hash": survey.hash})
 
 
+def survey_languages(survey: Survey) -> list[str]:
+    """The languages the survey is written in: its default language first, then each
+    translation's tag (docs/surveys.md)."""
+    return list(survey.languages)
+
+
+def choose_language(survey: Survey, asked: str | None) -> str:
+    """The language a page is first rendered in: `asked` (the page's `?lang=`) when the survey
+    has it, by full tag then primary subtag, else the survey's default (respond.js applies the
+    same rule in the browser, then the browser's languages)."""
+    if asked is not None and len(asked) > 35:
+        return survey.language
+    return survey.language_for(asked) or survey.language
+
+
+def page_messages(survey: Survey) -> str:
+    """The product's words in each of the survey's languages (`{tag: {msgid: text}}`), as the
+    page carries them so that its language switcher works offline and in an exported page."""
+    return script_data({tag: i18n.messages(tag) for tag in survey_languages(survey)})
+
+
+def explanations(survey: Survey) -> dict[str, dict[str, Any]]:
+    """The plain-words explanations (shared/explain.py, the text of `deniable explain`) in each
+    of the survey's languages: `{tag: {"questions": {qid: text}, "totals": [line, ...]}}`."""
+    return {
+        tag: {
+            "questions": {
+                q.id: " ".join(question_lines(q, lang=tag)) for q in survey.questions.values()
+            },
+            "totals": total_lines(survey, lang=tag),
+        }
+        for tag in survey_languages(survey)
+    }
+
+
+def _texts(survey: Survey, lang: str) -> dict[str, Any]:
+    """The survey's own texts in `lang` (`Survey.text_in`), with every question's option
+    labels in option order (a question without labels shows its own options)."""
+    words = survey.text_in(lang)
+    questions = {}
+    for q in survey.questions.values():
+        mine = words.questions.get(q.id)
+        options = [str(x) for x in (getattr(q, "options", None) or ())]
+        labels = list(mine.options) if mine is not None else []
+        questions[q.id] = {
+            "text": mine.text if mine is not None else q.text,
+            "options": labels if len(labels) == len(options) else options,
+            "hint": mine.hint if mine is not None else q.hint,
+            "note": mine.note if mine is not None else q.note,
+        }
+    return {"title": words.title, "description": words.description, "questions": questions}
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class Slot:
+    """A placeholder of a fixed text that the page's script fills in (an `<output>`)."""
+
+    def __init__(self, element_id: str, initial: str = "…", marker: str = "") -> None:
+        self.element_id = element_id
+        self.initial = initial
+        self.marker = marker  # an attribute name the page's tests and scripts select it by
+
+
+def _fixed(translate: Callable[[str], str]) -> Callable[..., Any]:
+    """The template's `t(msgid, **args)`: the element's attributes and text of a fixed text
+    (the msgid and its arguments for respond.js's language switcher; `Slot` arguments become
+    `<output>` elements the script keeps up to date, markup arguments are the template's own
+    elements, each with its `data-slot`)."""
+    from markupsafe import Markup, escape
+
+    def fixed(msgid: str, tag: str = "span", _attrs: str = "", **args: Any) -> Markup:
+        plain = {k: v for k, v in args.items() if not isinstance(v, Slot | Markup)}
+        text = translate(msgid)
+        parts = []
+        last = 0
+        for match in _PLACEHOLDER.finditer(text):
+            parts.append(escape(text[last : match.start()]))
+            value = args.get(match.group(1))
+            if isinstance(value, Slot):
+                parts.append(
+                    Markup('<output id="{}" data-slot="{}"{}>{}</output>').format(
+                        value.element_id,
+                        match.group(1),
+                        Markup(f" {value.marker}") if value.marker else "",
+                        value.initial,
+                    )
+                )
+            elif isinstance(value, Markup):  # an element of the template's, with data-slot
+                parts.append(value)
+            elif value is None:
+                parts.append(escape(match.group(0)))
+            else:
+                parts.append(escape(str(value)))
+            last = match.end()
+        parts.append(escape(text[last:]))
+        attrs = Markup(' data-t="{}"').format(msgid)
+        if plain:
+            attrs += Markup(' data-t-args="{}"').format(
+                json.dumps(plain, ensure_ascii=False, sort_keys=True)
+            )
+        extra = Markup(" ") + Markup(_attrs) if _attrs else Markup("")
+        return Markup("<{}{}{}>{}</{}>").format(
+            Markup(tag), extra, attrs, Markup("").join(parts), Markup(tag)
+        )
+
+    return fixed
+
+
+def _question_entry(
+    question: Question, texts: Mapping[str, Any], explained: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "question": question,
+        "explanation": explained["questions"][question.id],
+        "texts": texts["questions"][question.id],
+        "relevant": question.relevant,
+    }
+
+
 @cache
 def _environment() -> Environment:
     """The template environment (jinja2 is imported when a page is first rendered)."""
@@ -115,26 +245,39 @@ def render_page(
     verify_hint: str,
     exported: bool = False,
     meta_csp: str | None = None,
+    lang: str | None = None,
 ) -> str:
     """The respondent page of `survey` (HTML): `assets` and `integrity` name each module's URL
-    and sha384 (respond.js, deniable.js, respond.css), `aggregator` is the origin it sends to."""
-    questions = [
-        {"question": q, "explanation": question_lines(q)} for q in survey.questions.values()
-    ]
+    and sha384 (respond.js, deniable.js, conditions.js, memo.js, respond.css), `aggregator` is the
+    origin it sends to, `lang` the language asked for (`?lang=`; else the survey's default)."""
+    chosen = choose_language(survey, lang)
+    texts = _texts(survey, chosen)
+    explained = explanations(survey)
+    questions = [_question_entry(q, texts, explained[chosen]) for q in survey.questions.values()]
     from markupsafe import Markup
 
+    translate = i18n.translator(chosen)
     template = _environment().get_template("respond.html")
     return template.render(
         survey=survey,
         survey_hash=survey.hash,
         device=getattr(survey, "device", "personal"),
         questions=questions,
-        totals=total_lines(survey),
+        texts=texts,
+        lang=chosen,
+        direction=i18n.direction(chosen),
+        languages=survey_languages(survey),
+        _=translate,
+        t=_fixed(translate),
+        Slot=Slot,
+        totals=explained[chosen]["totals"],
         aggregator=aggregator,
         assets=assets,
         integrity=integrity,
         import_map=Markup(import_map(assets, integrity)),  # escaped by script_data
         pinned=Markup(pinned_survey(survey)),  # escaped by script_data
+        messages=Markup(page_messages(survey)),  # escaped by script_data
+        explained=Markup(script_data(explained)),  # escaped by script_data
         service_worker=service_worker,
         closed=closed,
         cap=cap,
@@ -148,7 +291,7 @@ def render_page(
 #: The epsilon a browser may spend over every survey it answers (the Python client's default).
 PAGE_EPSILON_CAP = 10.0
 #: The files the aggregator's /s/<id> loads from /static/ (its worker comes from /s/sw.js).
-SERVED_ASSETS = ("deniable.js", "respond.js", "respond.css")
+SERVED_ASSETS = ("deniable.js", "conditions.js", "memo.js", "respond.js", "respond.css")
 #: What an exported page's footer suggests (it cannot know where it will be hosted).
 EXPORT_HINT = "deniable verify-page ADDRESS-OF-THIS-PAGE"
 
@@ -168,8 +311,10 @@ def served_page(
     closed: bool,
     integrity: Mapping[str, str],
     module_sha256: str,
+    lang: str | None = None,
 ) -> str:
-    """The aggregator's /s/<id> page, exactly: what respond.py serves and verify-page expects."""
+    """The aggregator's /s/<id> page, exactly: what respond.py serves and verify-page expects
+    (first rendered in `lang`, the page's `?lang=`, when the survey has that language)."""
     return render_page(
         survey,
         aggregator=aggregator,
@@ -180,6 +325,7 @@ def served_page(
         cap=PAGE_EPSILON_CAP,
         module_sha256=module_sha256,
         verify_hint=f"deniable verify-page {page_url}",
+        lang=lang,
     )
 
 

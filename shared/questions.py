@@ -163,6 +163,12 @@ class QuestionType:
     #: The respondent page's input: "choice" (one radio per option), "number", "boxes" (a
     #: checkbox per option) or "words" (a text box); the same names as deniable.js's controls.
     control: ClassVar[str] = "choice"
+    #: What a plain question's answer is in a skip-logic condition (deniable.shared.conditions):
+    #: "label" (an option's label), "number", "set" (the labels selected) or None (cannot be
+    #: tested). conditions.js's CONDITION_KINDS mirrors it.
+    condition_kind: ClassVar[str | None] = "label"
+    #: Whether its options are labels shown to respondents (a translation gives each one).
+    labelled: ClassVar[bool] = True
 
     # -- the survey document ---------------------------------------------------------------------
     def resolve(self, doc: Mapping[str, Any], where: str) -> Resolved:
@@ -313,6 +319,15 @@ class QuestionType:
         """What a true answer to this question looks like, in words."""
         return f"one of {_allowed(question)}"
 
+    def condition_value(self, question: Question, normal: Any) -> Any:
+        """A plain answer in its normal form (`normalize`) as a condition sees it."""
+        return question.options[normal]
+
+    def condition_value_of_support(self, question: Question, support: tuple[int, ...]) -> Any:
+        """A plain wire answer, by the slots it supports (`support_of`), as a condition sees
+        it."""
+        return question.options[support[0]]
+
     # -- at a terminal (`deniable answer`) --------------------------------------------------------
     #: Whether the prompt lists the options, numbered from 1.
     numbered: ClassVar[bool] = True
@@ -444,6 +459,15 @@ class Integer(QuestionType):
         "of a categorical or multi question (compare its mean across groups with breakdown)"
     )
     surer_of = "of any one number than of another"
+    condition_kind = "number"
+    labelled = False
+
+    def condition_value(self, question: Question, normal: Any) -> Any:
+        return int(normal)
+
+    def condition_value_of_support(self, question: Question, support: tuple[int, ...]) -> Any:
+        assert question.low is not None
+        return question.low + support[0]
 
     def range_of(self, doc: Mapping[str, Any], where: str) -> tuple[int | None, int | None]:
         if "options" in doc:
@@ -557,6 +581,13 @@ class Multi(QuestionType):
     rows = "marks"
     example_option = -1
     surer_of = "of any one set of choices than of another"
+    condition_kind = "set"
+
+    def condition_value(self, question: Question, normal: Any) -> Any:
+        return frozenset(question.options[i] for i in normal)
+
+    def condition_value_of_support(self, question: Question, support: tuple[int, ...]) -> Any:
+        return frozenset(question.options[i] for i in support)
 
     def sent_as_answered(
         self, options: tuple[str, ...], low: int | None, high: int | None, where: str
@@ -644,6 +675,8 @@ class Text(QuestionType):
     mechanisms = ("hcms", "cms", "rappor")
     rows = "candidates"
     crosses = False
+    condition_kind = None
+    labelled = False
     not_an_outcome = (
         "is a text question, estimated per candidate from its sketch; the outcome must be a "
         "yes/no: a binary question, or one option of a categorical or multi question"

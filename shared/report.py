@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from deniable.shared import signing
+from deniable.shared import ballot, signing
 from deniable.shared.canonical import b64url_decode, canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.mechanisms import Encoded
@@ -35,10 +36,17 @@ FIELDS = (
     "signature",
 )
 _FIELD_SET = frozenset(FIELDS)
+#: The optional field: each split-ballot question's arm (docs/wire-format.md), present exactly
+#: when the survey has split-ballot questions, signed like every other field.
+ARMS = ballot.FIELD
+_FIELD_SET_ARMS = _FIELD_SET | {ARMS}
+_ARM_QUESTION = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 #: The string fields, in the order the one-pass shape check joins them.
 _STRING_FIELDS = ("survey", "survey_hash", "report_id", "sent_at", "public_key", "signature")
 #: No honest report comes near this many bytes (100 questions of 256-option oue is ~27 kB).
 MAX_REPORT_BYTES = 64 * 1024
+#: A report's arms: at most one per question (a survey has at most 100 questions).
+MAX_ARMS = 100
 
 # Any client, in any language, must be able to report: hex and UUIDs in either case (Swift's
 # uuidString is upper-case), and the hour as common libraries write it in UTC (JavaScript's
@@ -121,10 +129,16 @@ def build_report(
     report_id: str | None = None,
     sent_at: str | None = None,
     public_key: str | None = None,
+    arms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A signed report of already randomized (encoded) answers, checked against the survey."""
-    check_answers(survey, answers)
-    return _signed(survey, answers, key, report_id, sent_at, public_key)
+    """A signed report of already randomized (encoded) answers, checked against the survey;
+    `arms` gives each split-ballot question's arm (the answers were encoded in it)."""
+    if survey.split:
+        arms = arms or {}
+    elif not arms:  # none to give: the field is absent from a survey without split ballots
+        arms = None
+    check_answers(survey, answers, arms)
+    return _signed(survey, answers, key, report_id, sent_at, public_key, arms)
 
 
 def _signed(
@@ -134,12 +148,17 @@ def _signed(
     report_id: str | None,
     sent_at: str | None,
     public_key: str | None,
+    arms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    report = {
+    report: dict[str, Any] = {
         "v": VERSION,
         "survey": survey.id,
         "survey_hash": survey.hash,
         "answers": dict(answers),
+    }
+    if survey.split:  # exactly when the survey has split-ballot questions
+        report[ARMS] = dict(arms or {})
+    report |= {
         "report_id": report_id or new_report_id(),
         "sent_at": sent_at or hour_now(),
         "public_key": public_key or signing.public_key_text(key),
@@ -148,18 +167,76 @@ def _signed(
     return report
 
 
-def randomize_answers(survey: Survey, truth: Mapping[str, object]) -> dict[str, Encoded]:
-    """Randomize a true answer for every question of the survey (on the device, exact coins).
+def randomize_answers(
+    survey: Survey, truth: Mapping[str, object], arms: Mapping[str, str] | None = None
+) -> dict[str, Encoded]:
+    """Randomize a true answer for exactly the questions asked (on the device, exact coins).
 
-    Every question must be answered and no other key given; SurveyError says what is wrong."""
-    missing = [qid for qid in survey.questions if qid not in truth]
-    if missing:
-        raise SurveyError(f"{missing[0]}: no answer given; every question must be answered")
+    The plain answers decide, question by question, which questions are asked
+    (`Survey.relevant`); each asked question must be answered, and no other key given (an
+    answer to a question the plain answers skip is an error too): SurveyError says which.
+    A split-ballot question is encoded in its arm (`arms`, drawn beforehand with
+    `Survey.draw_arms` so the respondent is told before answering): the direct arm's answer
+    is sent as given. Use `randomize_report` to have the arms drawn here.
+
+    A question asked in waves (`longitudinal`) is drawn afresh here, both rounds: right for
+    one report or a simulation, not for a respondent answering wave after wave, whose
+    permanent answer must come from the device's memo (`deniable.client.Client` keeps it;
+    docs/app-developers.md)."""
+    asked = _asked(survey, truth)
+    if arms is None:
+        if any(qid in asked for qid in survey.split):
+            raise SurveyError(
+                "arms: this survey has split-ballot questions; draw the arms with "
+                "Survey.draw_arms before asking (or use randomize_report)"
+            )
+        arms = {}
+    try:
+        ballot.check_arms(arms, survey.split, asked)
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
+    chosen = {qid: survey.questions[qid].truth_of(truth[qid]) for qid in asked}
+    return {
+        qid: survey.questions[qid].arm_question(arms.get(qid)).randomizer.randomize(chosen[qid])
+        for qid in asked
+    }
+
+
+def randomize_report(
+    survey: Survey, truth: Mapping[str, object], arms: Mapping[str, str] | None = None
+) -> tuple[dict[str, Encoded], dict[str, str]]:
+    """(answers, arms): `randomize_answers` with the split-ballot arms drawn here (securely,
+    exactly) unless given."""
+    if arms is None:
+        arms = survey.draw_arms(_asked(survey, truth))
+    return randomize_answers(survey, truth, arms), dict(arms)
+
+
+def _asked(survey: Survey, truth: Mapping[str, object]) -> list[str]:
+    """The questions asked given the true answers, each answered (else SurveyError)."""
     unknown = [qid for qid in truth if qid not in survey.questions]
     if unknown:
         raise SurveyError(f"{unknown[0]}: no such question in survey {survey.id!r}")
-    chosen = {qid: q.truth_of(truth[qid]) for qid, q in survey.questions.items()}
-    return {qid: q.randomizer.randomize(chosen[qid]) for qid, q in survey.questions.items()}
+    asked = survey.relevant(truth)
+    for qid in asked:
+        if qid not in truth:
+            reason = (
+                "the answers make it relevant"
+                if survey.questions[qid].condition is not None
+                else "every question asked must be answered"
+            )
+            raise SurveyError(f"{qid}: no answer given; {reason}")
+    if len(asked) != len(truth):
+        values = survey.condition_values(
+            {
+                qid: survey.questions[qid].randomize(truth[qid])
+                for qid in survey.gates
+                if qid in asked
+            }
+        )
+        skipped = next(qid for qid in survey.questions if qid in truth and qid not in asked)
+        raise SurveyError(f"{skipped}: {survey.why_skipped(skipped, values)}; leave it out")
+    return asked
 
 
 def make_report(
@@ -170,27 +247,84 @@ def make_report(
     report_id: str | None = None,
     sent_at: str | None = None,
     public_key: str | None = None,
+    arms: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Randomize true answers and return the signed report (what a device sends)."""
-    answers = randomize_answers(survey, truth)
-    return _signed(survey, answers, key, report_id, sent_at, public_key)
+    """Randomize true answers and return the signed report (what a device sends); the
+    split-ballot arms are drawn here unless given."""
+    answers, drawn = randomize_report(survey, truth, arms)
+    return _signed(survey, answers, key, report_id, sent_at, public_key, drawn)
 
 
-def check_answers(survey: Survey, answers: object) -> dict[str, Encoded]:
-    """The answers if each question of the survey has exactly one valid encoded answer."""
+class Answers(dict):  # type: ignore[type-arg]
+    """A report's checked answers, with its split-ballot arms (`arms`, empty for a survey
+    without split-ballot questions): what `check_answers` returns."""
+
+    arms: Mapping[str, str] = MappingProxyType({})
+
+
+def arms_of(answers: Mapping[str, Any]) -> Mapping[str, str]:
+    """The split-ballot arms of checked answers (empty when none)."""
+    return getattr(answers, "arms", None) or {}
+
+
+def _checked_arms(survey: Survey, arms: object, asked: Collection[str]) -> dict[str, str]:
+    """The report's arms checked against the survey (ReportError naming the question)."""
+    if not survey.split:
+        if arms is not None:
+            raise ReportError(
+                f"{ARMS}: this survey has no split-ballot question; leave the field out"
+            )
+        return {}
+    if arms is None:
+        raise ReportError(
+            f"{ARMS}: missing; this survey has split-ballot questions, so a report says each "
+            "asked one's arm ({} when none is asked)"
+        )
+    try:
+        return ballot.check_arms(arms, survey.split, asked)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+
+
+def check_answers(survey: Survey, answers: object, arms: object = None) -> dict[str, Encoded]:
+    """The answers if each question the report's plain answers make relevant has exactly one
+    valid encoded answer and no other question has one (ReportError names the question).
+
+    `arms` is the report's `arms` field (None when absent): exactly one arm per split-ballot
+    question asked, and a direct arm's answer must be that question's plain encoding. The
+    answers come back as `Answers`, their arms attached."""
     if not isinstance(answers, dict):
         raise ReportError(f"answers: expected an object, got {type(answers).__name__}")
     for qid in answers:
         if qid not in survey.questions:
-            raise ReportError(f"answers.{qid}: no such question in survey {survey.id!r}")
+            raise ReportError(f"answers.{str(qid)[:64]}: no such question in survey {survey.id!r}")
+    checked_arms = _checked_arms(survey, arms, [qid for qid in survey.split if qid in answers])
     for qid, question in survey.questions.items():
-        if qid not in answers:
+        if qid in answers:
+            arm = checked_arms.get(qid)
+            try:
+                question.arm_question(arm).validate(answers[qid])
+            except SurveyError as exc:
+                if arm == ballot.DIRECT:
+                    raise ReportError(
+                        f"answers.{exc} (its arm is direct: the answer is sent as given, "
+                        f"{question.direct_question.answer_hint} in its plain encoding)"
+                    ) from None
+                raise ReportError(f"answers.{exc}") from None
+    asked = set(survey.relevant_from_answers(answers))
+    for qid, question in survey.questions.items():
+        if qid in asked and qid not in answers:
+            if question.condition is not None:
+                raise ReportError(f"answers.{qid}: missing; the plain answers make it relevant")
             raise ReportError(f"answers.{qid}: missing; every question must be answered")
-        try:
-            question.validate(answers[qid])
-        except SurveyError as exc:
-            raise ReportError(f"answers.{exc}") from None
-    return answers
+        if qid in answers and qid not in asked:
+            values = survey.condition_values(answers)
+            raise ReportError(f"answers.{qid}: {survey.why_skipped(qid, values)}; leave it out")
+    if not survey.split:
+        return answers
+    found = Answers(answers)
+    found.arms = checked_arms
+    return found
 
 
 #: The six string fields of a well-formed report, in check order, joined by newlines.
@@ -205,8 +339,9 @@ _STRINGS_SHAPE = re.compile(
 def _well_formed_head(report: dict[str, Any]) -> bool:
     """Whether the fields but `answers` pass every check below, tested in one go (no messages)."""
     try:
+        keys = report.keys()
         return (
-            report.keys() == _FIELD_SET
+            (keys == _FIELD_SET or (keys == _FIELD_SET_ARMS and _well_formed_arms(report[ARMS])))
             and type(report["v"]) is int
             and report["v"] == VERSION
             and _STRINGS_SHAPE.fullmatch("\n".join([report[f] for f in _STRING_FIELDS])) is not None
@@ -216,15 +351,66 @@ def _well_formed_head(report: dict[str, Any]) -> bool:
         return False
 
 
-def answer_support(survey: Survey, answers: object) -> dict[str, tuple[int, ...]]:
+def _well_formed_arms(arms: object) -> bool:
+    """Whether `arms` is an object of at most MAX_ARMS question ids to "direct"/"randomized"."""
+    return (
+        type(arms) is dict
+        and len(arms) <= MAX_ARMS
+        and all(
+            type(qid) is str and _ARM_QUESTION.fullmatch(qid) and arm in ballot.ARMS
+            for qid, arm in arms.items()
+        )
+    )
+
+
+def _check_arms_shape(arms: object) -> None:
+    """ReportError unless `arms` is well formed (`_well_formed_arms`), saying what is wrong."""
+    if type(arms) is not dict:
+        raise ReportError(
+            f"{ARMS}: expected an object of question id -> 'direct' or 'randomized', got "
+            f"{json.dumps(arms)[:40]}"
+        )
+    if len(arms) > MAX_ARMS:
+        raise ReportError(f"{ARMS}: too many arms (at most {MAX_ARMS})")
+    for qid, arm in arms.items():
+        if type(qid) is not str or not _ARM_QUESTION.fullmatch(qid):
+            raise ReportError(f"{ARMS}: {str(qid)[:64]!r} is not a question id")
+        if arm not in ballot.ARMS:
+            raise ReportError(
+                f"{ARMS}.{qid}: expected 'direct' or 'randomized', got {json.dumps(arm)[:40]}"
+            )
+
+
+def answer_support(
+    survey: Survey, answers: object, arms: object = None
+) -> dict[str, tuple[int, ...]]:
     """The options each answer supports, by question, once every answer is checked valid for
-    the survey (else ReportError, as check_answers says)."""
+    the survey (else ReportError, as check_answers says). A split-ballot question answered in
+    the direct arm (`arms`) gives the slots of its direct question (Question.direct_question)."""
+    if survey.split or arms is not None:
+        checked = check_answers(survey, answers, arms)
+        chosen = arms_of(checked)
+        return {
+            qid: q.arm_question(chosen.get(qid)).support_of(checked[qid])
+            for qid, q in survey.questions.items()
+            if qid in checked
+        }
     try:
-        if type(answers) is dict and answers.keys() == survey.questions.keys():
-            return {qid: q.support_of(answers[qid]) for qid, q in survey.questions.items()}
+        if type(answers) is dict:
+            if not survey.conditional:  # no per-report evaluation for a survey without skips
+                if answers.keys() == survey.questions.keys():
+                    return {qid: q.support_of(answers[qid]) for qid, q in survey.questions.items()}
+            elif answers.keys() <= survey.questions.keys():
+                support = {
+                    qid: q.support_of(answers[qid])
+                    for qid, q in survey.questions.items()
+                    if qid in answers
+                }
+                if survey.relevant_from_answers(answers) == list(support):
+                    return support
     except ValueError:  # SurveyError too
         pass
-    check_answers(survey, answers)  # raises, saying what is wrong
+    check_answers(survey, answers, arms)  # raises, saying what is wrong
     raise AssertionError("check_answers accepted what validate refused")
 
 
@@ -242,9 +428,11 @@ def _check_head(report: object) -> dict[str, Any]:
     missing = [f for f in FIELDS if f not in report]
     if missing:
         raise ReportError(f"{missing[0]}: missing field")
-    unknown = sorted(k for k in report if k not in FIELDS)
+    unknown = sorted(str(k) for k in report if k not in _FIELD_SET_ARMS)
     if unknown:
-        raise ReportError(f"{str(unknown[0])[:40]}: unknown field")
+        raise ReportError(f"{unknown[0][:40]}: unknown field")
+    if ARMS in report:
+        _check_arms_shape(report[ARMS])
     if type(report["v"]) is not int or report["v"] != VERSION:
         raise ReportError(
             f"v: unsupported version {report['v']!r}; this aggregator speaks {VERSION}"
@@ -335,8 +523,27 @@ def canonical_report(report: Mapping[str, Any]) -> tuple[bytes, bytes]:
     """(`signed_bytes(report)`, `canonical_json(report)`), written directly when every key and
     string is plain (every well-formed report), else through the JSON encoder."""
     answers = report.get("answers")
-    if report.keys() == _FIELD_SET and type(report["v"]) is int and type(answers) is dict:
+    keys = report.keys()
+    arms = report.get(ARMS)
+    if (
+        (keys == _FIELD_SET or (keys == _FIELD_SET_ARMS and type(arms) is dict))
+        and type(report["v"]) is int
+        and type(answers) is dict
+    ):
         texts = [report[name] for name in _STRING_FIELDS]
+        armed = ""
+        if arms is not None:
+            arm_parts = sorted(
+                (qid, f'"{qid}":"{arm}"')
+                for qid, arm in arms.items()
+                if type(qid) is str and type(arm) is str
+            )
+            if len(arm_parts) != len(arms):
+                return signed_bytes(report), canonical_json(report)
+            texts.extend(arms)
+            texts.extend(arms.values())
+            armed = f',"{ARMS}":{{{",".join(part for _, part in arm_parts)}}}'
+
         parts = []
         for qid, value in answers.items():
             if type(value) is int:
@@ -350,7 +557,7 @@ def canonical_report(report: Mapping[str, Any]) -> tuple[bytes, bytes]:
         if len(parts) == len(answers) and set(map(type, texts)) == {str} and _plain("".join(texts)):
             parts.sort()
             head = (
-                f'{{"answers":{{{",".join(part for _, part in parts)}}},'
+                f'{{"answers":{{{",".join(part for _, part in parts)}}}{armed},'
                 f'"public_key":"{report["public_key"]}","report_id":"{report["report_id"]}",'
                 f'"sent_at":"{report["sent_at"]}"'
             )

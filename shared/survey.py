@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from deniable.shared import ballot, conditions, waves
 from deniable.shared import mechanisms as mech
 from deniable.shared.canonical import canonical_json, is_unicode, sha256_hex
+from deniable.shared.design import Design
 from deniable.shared.errors import SurveyError
+from deniable.shared.languages import (
+    DEFAULT_LANGUAGE,
+    QuestionText,
+    SurveyText,
+    Translation,
+    best_language,
+    canonical_tag,
+    parse_translations,
+)
 from deniable.shared.mechanisms import Encoded, Mechanism
 from deniable.shared.probability import format_probability
 from deniable.shared.questions import (
@@ -27,6 +39,7 @@ from deniable.shared.questions import (
     QUESTION_TYPES,
     SKETCH_DEFAULTS,
     QuestionType,
+    Resolved,
     fail,
     has_control,
     question_type,
@@ -35,6 +48,10 @@ from deniable.shared.sketches import Sketch, SketchAnswer
 from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 
 _has_control = has_control
+#: An answer a report does not hold (a memo key apart from any value, null included).
+_ABSENT = object()
+#: A gate with no answer (a question not asked, or not answered yet).
+_UNANSWERED = object()
 
 SURVEY_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 QUESTION_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -52,6 +69,11 @@ _SURVEY_FIELDS = {
     "closes_at",
     "questions",
     "epsilon",
+    "design",
+    "language",
+    "translations",
+    waves.SERIES_FIELD,
+    waves.WAVE_FIELD,
 }
 #: Where a survey is answered (docs/surveys.md): each respondent's own device, the default, or
 #: one device passed from respondent to respondent (`"device": "shared"`).
@@ -68,6 +90,12 @@ _QUESTION_FIELDS = {
     "p_star",
     "q_star",
     "candidates",
+    "hint",
+    "note",
+    "relevant",
+    ballot.SHARE_FIELD,
+    waves.LONGITUDINAL_FIELD,
+    *waves.PROTOCOL_NAMES,
 }
 #: The mechanisms each question type allows, the default first (docs/surveys.md).
 TYPE_MECHANISMS = {name: kind.mechanisms for name, kind in QUESTION_TYPES.items()}
@@ -135,6 +163,27 @@ class Question:
     requested: str = field(default="")
     low: int | None = None
     high: int | None = None
+    #: Help text shown under the question, and text shown before it (docs/surveys.md).
+    hint: str | None = None
+    note: str | None = None
+    #: The skip-logic condition's text (docs/surveys.md#skip-logic), None when always asked.
+    relevant: str | None = None
+    #: The parsed condition, checked against the survey (set by Survey.from_dict).
+    condition: conditions.Condition | None = field(default=None, repr=False)
+    #: The share of devices asked this randomized question directly (a split ballot,
+    #: docs/surveys.md#split-ballot), exact; None when every device randomizes it.
+    direct_share: Fraction | None = None
+
+    @cached_property
+    def direct_question(self) -> Question:
+        """The same question with its type's plain mechanism: how the direct arm of a split
+        ballot is asked, sent, validated and estimated (sent exactly as answered)."""
+        plain = self.kind.sent_as_answered(self._options, self.low, self.high, "")
+        return replace(self, randomizer=plain, requested="none", direct_share=None)
+
+    def arm_question(self, arm: str | None) -> Question:
+        """The question as asked in `arm` (ballot.DIRECT: its direct question; else itself)."""
+        return self.direct_question if arm == ballot.DIRECT else self
 
     @cached_property
     def kind(self) -> QuestionType:
@@ -182,8 +231,16 @@ class Question:
 
     @property
     def epsilon(self) -> float | None:
-        """The question's privacy loss; None for a plain (`none`) question, sent as answered."""
+        """The question's privacy loss; None for a plain (`none`) question, sent as answered;
+        a longitudinal question's permanent round's (epsilon_perm), the most it costs in one
+        wave (docs/surveys.md#waves)."""
         return self.randomizer.epsilon
+
+    @property
+    def longitudinal(self) -> Any:
+        """The chained mechanism (deniable.shared.longitudinal) of a question repeated across
+        a series' waves with memoized answers, else None."""
+        return self.randomizer if getattr(self.randomizer, "longitudinal", False) else None
 
     @property
     def plain(self) -> bool:
@@ -316,10 +373,19 @@ class Question:
         mechanism: dict[str, Any] = {"mechanism": self.mechanism}
         if not self.plain:
             mechanism[self.mechanism] = self.randomizer.params_text()
+        if self.longitudinal is not None:  # the two epsilons its rounds follow from
+            mechanism[waves.LONGITUDINAL_FIELD] = waves.longitudinal_doc(self)
         mechanism["epsilon"] = self.epsilon
         mechanism["p_star"] = format_probability(self.randomizer.p_star)
         mechanism["q_star"] = format_probability(self.randomizer.q_star)
-        return self.kind.to_dict(self, mechanism)
+        doc = self.kind.to_dict(self, mechanism)
+        # Absent when not given: older surveys keep their hash.
+        for key in ("hint", "note", "relevant"):
+            if getattr(self, key) is not None:
+                doc[key] = getattr(self, key)
+        if self.direct_share is not None:  # absent when not a split ballot: hashes unchanged
+            doc[ballot.SHARE_FIELD] = format_probability(self.direct_share)
+        return doc
 
     @classmethod
     def from_dict(cls, doc: object, *, where: str = "") -> Question:
@@ -340,9 +406,73 @@ class Question:
                 f"expected 1-64 of a-z, 0-9, '-' and '_', starting with a letter or digit, got {qid!r}",
             )
         text = _text(doc, "text", where)
+        hint = _text(doc, "hint", where, required=False)
+        note = _text(doc, "note", where, required=False)
+        relevant = doc.get("relevant")
+        if relevant is not None:
+            if not isinstance(relevant, str) or not relevant.strip():
+                raise _fail(
+                    f"{where}relevant",
+                    f"expected a condition such as smokes == 'yes', got {relevant!r:.60}",
+                )
+            if len(relevant) > conditions.MAX_CONDITION:
+                raise _fail(
+                    f"{where}relevant",
+                    f"at most {conditions.MAX_CONDITION} characters, got {len(relevant)}",
+                )
+            if not is_unicode(relevant) or _has_control(relevant):
+                raise _fail(f"{where}relevant", "control characters are not part of a condition")
         kind = question_type(doc.get("type"), where)
-        r = kind.resolve(doc, where)
-        return cls(qid, text or "", kind.name, r.options, r.randomizer, r.requested, r.low, r.high)
+        if waves.LONGITUDINAL_FIELD in doc:  # docs/surveys.md#waves (binary, categorical)
+            chain = waves.resolve(doc, kind, where)
+            r = Resolved(kind.options_of(doc, where), chain, chain.name)
+        else:
+            r = kind.resolve(doc, where)
+        share = _direct_share(doc, kind.name, r, where)
+        return cls(
+            qid,
+            text or "",
+            kind.name,
+            r.options,
+            r.randomizer,
+            r.requested,
+            r.low,
+            r.high,
+            hint,
+            note,
+            relevant,
+            direct_share=share,
+        )
+
+
+def _direct_share(doc: Mapping[str, Any], kind: str, r: Any, where: str) -> Fraction | None:
+    """A question's `direct_share` (docs/surveys.md#split-ballot), checked: only on a
+    randomized binary, categorical, integer or multi question, strictly inside (0, 1)."""
+    raw = doc.get(ballot.SHARE_FIELD)
+    if raw is None:
+        return None
+    name = f"{where}{ballot.SHARE_FIELD}"
+    if kind == "text":
+        raise _fail(
+            name,
+            "a text question cannot be a split ballot: its answer has no plain encoding; "
+            "remove direct_share",
+        )
+    if r.requested == mech.PLAIN:
+        raise _fail(
+            name,
+            "a plain question (mechanism none) is already asked directly; a split ballot "
+            "compares a randomized question with its direct form, remove direct_share",
+        )
+    if kind == "integer":  # the direct arm is counted per value, like a plain integer
+        try:
+            QUESTION_TYPES[kind].sent_as_answered(r.options, r.low, r.high, where)
+        except SurveyError as exc:
+            raise _fail(name, f"its direct arm would be a plain integer: {exc}") from None
+    try:
+        return ballot.parse_share(raw, field=name)
+    except ValueError as exc:
+        raise SurveyError(str(exc)) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -356,11 +486,155 @@ class Survey:
     closes_at: datetime | None = None
     description: str | None = None
     device: str = "personal"
+    design: Design | None = None
+    #: The default language (BCP 47) and the translations into others (docs/surveys.md).
+    language: str = DEFAULT_LANGUAGE
+    translations: Mapping[str, Translation] = field(default_factory=lambda: MappingProxyType({}))
+    #: The series this survey is a wave of, and its number (docs/surveys.md#waves).
+    series: str | None = None
+    wave: int | None = None
 
     @cached_property
     def epsilon(self) -> float:
-        """Total privacy loss of answering every question (sequential composition)."""
+        """The most a respondent can spend: every randomized question's epsilon summed
+        (sequential composition), as if every question were asked."""
         return math.fsum(q.epsilon for q in self.questions.values() if q.epsilon is not None)
+
+    def epsilon_of(self, asked: Iterable[str], arms: Mapping[str, str] | None = None) -> float:
+        """What a report holding the questions `asked` spends: their epsilons summed, but for
+        a split ballot's direct arm (`arms`), sent as answered like a plain question."""
+        arms = arms or {}
+        return math.fsum(
+            e
+            for qid in asked
+            if (e := self.questions[qid].epsilon) is not None and arms.get(qid) != ballot.DIRECT
+        )
+
+    @cached_property
+    def split(self) -> tuple[str, ...]:
+        """The split-ballot questions (with a `direct_share`), in survey order."""
+        return tuple(qid for qid, q in self.questions.items() if q.direct_share is not None)
+
+    def draw_arms(self, asked: Iterable[str]) -> dict[str, str]:
+        """A fresh arm for each split-ballot question in `asked`, drawn on this device with
+        the secure source and the exact share (shared/ballot.py)."""
+        return {
+            qid: ballot.draw_arm(share)
+            for qid in asked
+            if (share := self.questions[qid].direct_share) is not None
+        }
+
+    # -- languages -----------------------------------------------------------------------------
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The survey's languages: the default first, then its translations' in tag order."""
+        return (self.language, *self.translations)
+
+    def language_for(self, tag: str | None) -> str | None:
+        """The survey's language serving `tag` (the same tag, else the same primary
+        language), or None when the survey has none such."""
+        return best_language(self.languages, tag)
+
+    def text_in(self, tag: str | None = None) -> SurveyText:
+        """Title, description and each question's text, option labels, hint and note in the
+        language `tag` (the default language when the survey lacks it)."""
+        chosen = self.language_for(tag) or self.language
+        default = {
+            q.id: QuestionText(q.text, tuple(q.options) if q.kind.labelled else (), q.hint, q.note)
+            for q in self.questions.values()
+        }
+        translation = self.translations.get(chosen)
+        if translation is None:
+            return SurveyText(
+                self.language, self.title, self.description, MappingProxyType(default)
+            )
+        return SurveyText(chosen, translation.title, translation.description, translation.questions)
+
+    # -- skip logic ----------------------------------------------------------------------------
+    @cached_property
+    def conditional(self) -> bool:
+        """Whether any question has a condition (else every question is always asked)."""
+        return any(q.condition is not None for q in self.questions.values())
+
+    @cached_property
+    def gates(self) -> tuple[str, ...]:
+        """The plain questions some condition reads, in survey order."""
+        named = {
+            qid for q in self.questions.values() if q.condition for qid in q.condition.questions
+        }
+        return tuple(qid for qid in self.questions if qid in named)
+
+    def _walk(self, value_of: Callable[[Question], object]) -> tuple[list[str], dict[str, Any]]:
+        """The questions asked, in order, and the gates' values, where `value_of` gives a
+        gate's value as conditions see it (or _UNANSWERED)."""
+        asked: list[str] = []
+        values: dict[str, Any] = {}
+        gates = set(self.gates)
+        for qid, question in self.questions.items():
+            if question.condition is not None and not question.condition.evaluate(values):
+                continue
+            asked.append(qid)
+            if qid in gates:
+                value = value_of(question)
+                if value is not _UNANSWERED:
+                    values[qid] = value
+        return asked, values
+
+    def relevant(self, plain_values: Mapping[str, object]) -> list[str]:
+        """The questions a respondent is asked, in order, given their plain answers (question
+        id -> the answer, in the question's normal form or any form `normalize` takes; other
+        questions' answers are ignored). SurveyError if a plain answer a condition reads is
+        not an answer. The one rule the clients, ingestion and the results use."""
+        if not self.conditional:
+            return list(self.questions)
+
+        def value_of(question: Question) -> object:
+            given = plain_values.get(question.id)
+            if given is None:
+                return _UNANSWERED
+            return question.kind.condition_value(question, question.normalize(given))
+
+        return self._walk(value_of)[0]
+
+    def condition_values(self, answers: Mapping[str, object]) -> dict[str, Any]:
+        """The gates' values as conditions see them, decoded from a report's plain wire
+        answers (only for questions asked)."""
+        return self._walk(lambda q: self._wire_value(q, answers))[1]
+
+    def _wire_value(self, question: Question, answers: Mapping[str, object]) -> object:
+        if question.id not in answers:
+            return _UNANSWERED
+        support = question.support_of(answers[question.id])
+        return question.kind.condition_value_of_support(question, support)
+
+    @cached_property
+    def _relevant_memo(self) -> dict[tuple[object, ...], tuple[str, ...]]:
+        return {}
+
+    def relevant_from_answers(self, answers: Mapping[str, object]) -> list[str]:
+        """The questions a report must hold, given its plain wire answers (binary 0/1, a
+        categorical's index, an integer's value, a multi's bit string); SurveyError if a
+        gate's answer is not valid. Remembered per distinct gate answers (at most
+        SUPPORT_MEMO of them): ingestion asks once per report."""
+        if not self.conditional:
+            return list(self.questions)
+        # An absent gate and a gate sent as null differ (null is refused): a sentinel keeps
+        # them apart in the memo.
+        key = tuple(answers.get(g, _ABSENT) for g in self.gates)
+        memo = self._relevant_memo
+        hashable = all(type(v) is int or type(v) is str or v is _ABSENT for v in key)
+        found = memo.get(key) if hashable else None
+        if found is None:
+            found = tuple(self._walk(lambda q: self._wire_value(q, answers))[0])
+            if hashable and len(memo) < SUPPORT_MEMO:
+                memo[key] = found
+        return list(found)
+
+    def why_skipped(self, qid: str, values: Mapping[str, Any]) -> str:
+        """Why question `qid` is not asked, given the gates' values (condition_values)."""
+        condition = self.questions[qid].condition
+        assert condition is not None
+        return conditions.why_skipped(condition, values)
 
     @cached_property
     def hash(self) -> str:
@@ -385,6 +659,18 @@ class Survey:
             doc["closes_at"] = format_timestamp(self.closes_at)
         doc["epsilon"] = self.epsilon
         doc["questions"] = [q.to_dict() for q in self.questions.values()]
+        if self.design is not None:  # absent without a design: older surveys keep their hash
+            doc["design"] = self.design.to_dict()
+        # Absent in a survey in English with no translations: older surveys keep their hash.
+        if self.language != DEFAULT_LANGUAGE or self.translations:
+            doc["language"] = self.language
+        if self.translations:
+            doc["translations"] = {
+                tag: translation.to_dict() for tag, translation in self.translations.items()
+            }
+        if self.series is not None:  # absent outside a series: older surveys keep their hash
+            doc[waves.SERIES_FIELD] = self.series
+            doc[waves.WAVE_FIELD] = self.wave
         return doc
 
     @classmethod
@@ -421,21 +707,48 @@ class Survey:
                 "questions",
                 f"expected a list of 1 to {MAX_QUESTIONS} questions, got {raw_questions!r}",
             )
+        language = canonical_tag(doc.get("language", DEFAULT_LANGUAGE), "language")
         questions: dict[str, Question] = {}
         for i, raw in enumerate(raw_questions):
             question = Question.from_dict(raw, where=f"questions[{i}].")
             if question.id in questions:
                 raise _fail(f"questions[{i}].id", f"{question.id!r} is used twice")
             questions[question.id] = question
+        questions = _with_conditions(questions)
         if all(q.plain for q in questions.values()):
             raise _fail(
                 "questions",
                 "every question is plain (mechanism none); a survey needs at least one "
                 "randomized question",
             )
-        survey = cls(
-            sid, title or "", enrollment, MappingProxyType(questions), closes, description, device
+        raw_design = doc.get("design")
+        design = None if raw_design is None else Design.from_dict(raw_design, questions)
+        raw_translations = doc.get("translations")
+        translations = (
+            MappingProxyType({})
+            if raw_translations is None
+            else parse_translations(
+                raw_translations,
+                language=language,
+                description=description,
+                questions=list(questions.values()),
+                max_text=MAX_TEXT,
+            )
         )
+        survey = cls(
+            sid,
+            title or "",
+            enrollment,
+            MappingProxyType(questions),
+            closes,
+            description,
+            device,
+            design,
+            language,
+            translations,
+            *waves.parse_series(doc),
+        )
+        waves.check_survey(survey)
         total = doc.get("epsilon")
         if total is not None and (
             isinstance(total, bool)
@@ -448,3 +761,24 @@ class Survey:
                 "leave it out and it is computed",
             )
         return survey
+
+
+def _with_conditions(questions: dict[str, Question]) -> dict[str, Question]:
+    """The questions with their conditions parsed and checked against the survey: only plain
+    questions asked earlier, their options, values of the same kind (SurveyError naming the
+    question's `relevant`)."""
+    ordered = list(questions.values())
+    out: dict[str, Question] = {}
+    for i, question in enumerate(ordered):
+        if question.relevant is None:
+            out[question.id] = question
+            continue
+        try:
+            condition = conditions.parse(question.relevant)
+            conditions.check(condition, ordered, i)
+        except conditions.ConditionError as exc:
+            raise conditions.ConditionError(
+                exc.category, f"questions[{i}].relevant: {exc}"
+            ) from None
+        out[question.id] = replace(question, condition=condition)
+    return out

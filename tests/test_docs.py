@@ -94,7 +94,8 @@ def test_the_readme_is_a_short_entry_point():
         "make test   # creates .venv, installs, runs the whole test suite",
         "```",
     ]
-    assert len(lines) <= 250
+    # Short: the quick starts and one worked example per capability; the rest is in docs/.
+    assert len(lines) <= 320
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", readme))
     pages = {p.name for p in (ROOT / "docs").glob("*.md")}
     assert linked == pages, f"README links no page for: {sorted(pages - linked)}"

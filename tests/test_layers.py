@@ -10,7 +10,8 @@ whether or not the code path runs. The rules, by layer (docs/architecture.md):
   no storage and no edge;
 - `deniable.aggregator.store` is storage alone: no Flask, no statistics, no edge;
 - `ingest`, `surveys`, `params`, `refusals`, `access`, `audit` and `accounts` (the services
-  and the one rule of who may do what) know no Flask and no HTTP edge;
+  and the one rule of who may do what) know no Flask and no HTTP edge, nor do `exports`
+  (answers for R, Stata and SPSS) and `forms` (XLSForm in and out, which needs no store either);
 - `web` and `cli` are the edges: they may import anything;
 - below the edges a refusal says what kind it is; only `web/statuses.py` maps kinds to HTTP
   statuses.
@@ -65,6 +66,15 @@ RULES: dict[str, tuple[str, ...]] = {
     "deniable.aggregator.access": (*FLASK, *HTTP, "deniable.client", *EDGES),
     "deniable.aggregator.audit": (*FLASK, *HTTP, "deniable.client", *EDGES),
     "deniable.aggregator.accounts": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    "deniable.aggregator.forms": (
+        *FLASK,
+        *DATABASES,
+        *HTTP,
+        "deniable.client",
+        "deniable.aggregator.store",
+        *EDGES,
+    ),
+    "deniable.aggregator.exports": (*FLASK, *HTTP, "deniable.client", *EDGES),
 }
 
 

@@ -20,9 +20,11 @@ from deniable.aggregator.params import parse_confidence
 from deniable.aggregator.stats.analyze import as_survey
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import Results
+from deniable.aggregator.stats.weights_table import MAX_WEIGHTS_BYTES
 from deniable.aggregator.web.db import existing_store, survey_cache
 from deniable.shared import Survey
 from deniable.shared.canonical import parse_json
+from deniable.shared.sketches import Sketch
 
 Source = tuple[Survey, Any, bool]
 
@@ -38,7 +40,14 @@ def read_answers_csv(survey: Survey, path: Path) -> Iterator[dict[str, Any]]:
             answers: dict[str, Any] = {}
             for qid, question in survey.questions.items():
                 text = (row.get(qid) or "").strip()
-                if question.randomizer.bit_string:
+                if not text:
+                    continue  # a question the report skipped (skip logic): an empty cell
+                if isinstance(question.randomizer, Sketch):
+                    try:  # a text question's sketch answer, as answers.csv writes it: JSON
+                        answers[qid] = parse_json(text.encode("utf-8"))
+                    except ValueError as exc:
+                        raise CLIError(f"{path}, line {line}: {qid}: {exc}") from None
+                elif question.randomizer.bit_string:
                     answers[qid] = text
                 elif text.lstrip("-").isdigit():
                     answers[qid] = int(text)
@@ -75,8 +84,39 @@ def offline(options: dict[str, Any]) -> bool:
     return options["reports"] is not None or options["answers"] is not None
 
 
+def weighting_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--weights FILE.csv and --unweighted (docs/statistics.md, "Weights and designs")."""
+    command = click.option(
+        "--unweighted",
+        is_flag=True,
+        help="The raw (unweighted) estimates of a survey with a design.",
+    )(command)
+    return click.option(
+        "--weights",
+        "weights_file",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        help="A weights CSV: plain question ids and a weight column, a row per combination.",
+    )(command)
+
+
+def weighting(options: dict[str, Any]) -> dict[str, Any]:
+    """The weights table's text (read within its size limit) and whether to weigh at all."""
+    path = options.get("weights_file")
+    text = None
+    if path is not None:
+        if path.stat().st_size > MAX_WEIGHTS_BYTES:
+            raise CLIError(f"{path}: a weights table is at most {MAX_WEIGHTS_BYTES:,} bytes")
+        try:
+            text = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise CLIError(f"{path}: not UTF-8 text; save the weights table as UTF-8 CSV") from None
+    return {"weights": text, "weighted": not options.get("unweighted", False)}
+
+
 def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--json, --confidence and the offline sources, shared by the analysis commands."""
+    """--json, --confidence, the weights and the offline sources, shared by the analysis
+    commands."""
+    command = weighting_options(command)
     for option in reversed(
         [
             click.option("--json", "as_json", is_flag=True, help="Print the JSON."),
@@ -127,11 +167,20 @@ def breakdown_command(survey_id: str, question: str, by: str, **options: Any) ->
         survey, reports, verify = source(
             survey_id, options["reports"], options["survey_file"], options["answers"]
         )
-        doc = stats.breakdown(survey, reports, question, by, level, verify=verify)
+        doc = stats.breakdown(
+            survey, reports, question, by, level, verify=verify, **weighting(options)
+        )
     else:
         store = existing_store(survey_id)
         doc = surveys.breakdown(
-            store, survey_id, question, by, confidence=level, cache=survey_cache(), who=OPERATOR
+            store,
+            survey_id,
+            question,
+            by,
+            confidence=level,
+            cache=survey_cache(),
+            who=OPERATOR,
+            **weighting(options),
         )
     _print(doc, options["as_json"])
 
@@ -150,11 +199,20 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
         survey, reports, verify = source(
             survey_id, options["reports"], options["survey_file"], options["answers"]
         )
-        doc = stats.crosstab(survey, reports, first, second, level, verify=verify)
+        doc = stats.crosstab(
+            survey, reports, first, second, level, verify=verify, **weighting(options)
+        )
     else:
         store = existing_store(survey_id)
         doc = surveys.crosstab(
-            store, survey_id, first, second, confidence=level, cache=survey_cache(), who=OPERATOR
+            store,
+            survey_id,
+            first,
+            second,
+            confidence=level,
+            cache=survey_cache(),
+            who=OPERATOR,
+            **weighting(options),
         )
     _print(doc, options["as_json"])
 
@@ -167,7 +225,9 @@ def crosstab_command(survey_id: str, first: str, second: str, **options: Any) ->
 @friendly
 def regress_command(survey_id: str, formula: str, **options: Any) -> None:
     """Logistic regression of a randomized answer on plain covariates: FORMULA like
-    'smokes ~ region + adult' (R's rr model; covariates must be plain questions)."""
+    'smokes ~ region + adult' (R's rr model; covariates must be plain questions). A plain
+    outcome with one randomized yes/no term, 'civic ~ age + contact', fits rr's
+    rrreg.predictor model: the outcome's and the randomized answer's models, jointly."""
     level = _level(options["confidence"])
     limits = Limits.from_config(current_app.config)
     # The formula is data, never Python: stats/formula.py checks it against the grammar.
@@ -175,7 +235,9 @@ def regress_command(survey_id: str, formula: str, **options: Any) -> None:
         survey, reports, verify = source(
             survey_id, options["reports"], options["survey_file"], options["answers"]
         )
-        doc = stats.regress(survey, reports, formula, level, verify=verify, limits=limits)
+        doc = stats.regress(
+            survey, reports, formula, level, verify=verify, limits=limits, **weighting(options)
+        )
     else:
         store = existing_store(survey_id)
         doc = surveys.regression(
@@ -186,6 +248,7 @@ def regress_command(survey_id: str, formula: str, **options: Any) -> None:
             limits=limits,
             cache=survey_cache(),
             who=OPERATOR,
+            **weighting(options),
         )
     if options["as_json"] or doc.converged:
         _print(doc, options["as_json"])

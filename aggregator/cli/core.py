@@ -20,7 +20,9 @@ from flask.cli import FlaskGroup
 from deniable.aggregator import accounts, demo, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli import accounts as account_commands
-from deniable.aggregator.cli import analysis, maintenance, research
+from deniable.aggregator.cli import analysis, export, maintenance, research
+from deniable.aggregator.cli import series as series_commands
+from deniable.aggregator.cli import survey as survey_commands
 from deniable.aggregator.cli.errors import CLIError, friendly
 from deniable.aggregator.params import parse_candidates, parse_confidence
 from deniable.aggregator.stats.limits import Limits
@@ -128,6 +130,8 @@ def create_survey_command(file: Path, owner: str | None) -> None:
         raise CLIError(f"{file}: {exc}") from None
     if owner is not None:
         accounts.grant(get_store(), OPERATOR, record.id, owner, "owner")
+    for notice in surveys.language_notices(record):
+        click.echo(f"note: {notice}", err=True)
     click.echo(record.id)
 
 
@@ -165,6 +169,7 @@ def close_command(survey: str) -> None:
     metavar="A,B",
     help="Text questions: more candidate answers to estimate, separated by commas.",
 )
+@analysis.weighting_options
 @friendly
 def results_command(
     survey: str,
@@ -173,8 +178,10 @@ def results_command(
     confidence: str | None,
     simultaneous: bool,
     candidates: str | None,
+    **weights: Any,
 ) -> None:
-    """Print a survey's estimates: a table, or --json, or --csv."""
+    """Print a survey's estimates: a table, or --json, or --csv (weighted by the survey's
+    design, or --weights FILE.csv, unless --unweighted)."""
     if as_json and as_csv:
         raise click.UsageError("give --json or --csv, not both")
     options = {  # parsed as the API and the dashboard parse them (aggregator/params.py)
@@ -184,6 +191,7 @@ def results_command(
         "limits": Limits.from_config(current_app.config),
         "cache": survey_cache(),
         "who": OPERATOR,
+        **analysis.weighting(weights),
     }
     if as_csv:
         click.echo(surveys.results_csv(existing_store(survey), survey, **options), nl=False)
@@ -261,6 +269,9 @@ cli.add_command(research.simulate_command)
 cli.add_command(analysis.breakdown_command)
 cli.add_command(analysis.crosstab_command)
 cli.add_command(analysis.regress_command)
+cli.add_command(export.export_command)
+cli.add_command(survey_commands.survey_group)
+cli.add_command(series_commands.series_group)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import click
 
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.params import ParamError, parse_confidence
-from deniable.aggregator.stats import planning, simulate
+from deniable.aggregator.stats import planning, power, series_planning, simulate
 from deniable.shared.errors import DeniableError
 
 
@@ -39,8 +41,87 @@ def _sketch_size(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
+def test_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The `plan --test` options (power of a hypothesis test, docs/statistics.md "Power")."""
+    probability = "a decimal or a fraction like 5/6"
+    for option in reversed(
+        [
+            click.option(
+                "--test",
+                type=click.Choice(power.TESTS),
+                default=None,
+                help="Power of a test: one group's share against --null, or two groups' shares.",
+            ),
+            click.option("--share", default=None, help=f"The share to detect ({probability})."),
+            click.option("--control", default=None, help="two-sample: the control group's share."),
+            click.option(
+                "--null",
+                default=None,
+                help="The share under the null (one-sample: default 0; two-sample: both groups "
+                "at it, default --control).",
+            ),
+            click.option("--alpha", default="0.05", show_default=True, help="Significance."),
+            click.option("--one-sided", is_flag=True, help="A one-sided test (else two-sided)."),
+            click.option(
+                "--n", type=int, default=None, help="The power N respondents (per group) buy."
+            ),
+            click.option(
+                "--power", "target", default=None, help="The smallest n reaching this power."
+            ),
+            click.option("--p-star", default=None, help=f"P(yes | true yes), {probability}."),
+            click.option("--q-star", default=None, help=f"P(yes | true no), {probability}."),
+            click.option("--json", "as_json", is_flag=True, help='Print {"power": ..., "n": ...}.'),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+#: The `plan --series` options' parameter names.
+SERIES_OPTIONS = ("series", "epsilon_perm", "epsilon_1", "change_margin", "trend_margin", "waves")
+
+
+def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The `plan --series` options (a series of waves, docs/statistics.md "Waves")."""
+    for option in reversed(
+        [
+            click.option(
+                "--series",
+                is_flag=True,
+                default=None,
+                help="Plan a series of waves: respondents per wave for a memoized question.",
+            ),
+            click.option(
+                "--epsilon-perm", type=float, default=None, help="--series: epsilon_perm."
+            ),
+            click.option("--epsilon-1", type=float, default=None, help="--series: epsilon_1."),
+            click.option(
+                "--change-margin",
+                type=float,
+                default=None,
+                help="--series: margin wanted on the change between two waves.",
+            ),
+            click.option(
+                "--trend-margin",
+                type=float,
+                default=None,
+                help="--series: margin wanted on the linear trend per wave (with --waves).",
+            ),
+            click.option("--waves", type=int, default=None, help="--series: the number of waves."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 @click.command("plan")
-@click.option("--epsilon", type=float, required=True, help="Privacy budget of the question.")
+@click.option(
+    "--epsilon",
+    type=float,
+    default=None,
+    help="Privacy budget of the question (required but "
+    "with --test and --p-star/--q-star or --mechanism none).",
+)
 @click.option("--margin", type=float, default=None, help="Margin of error wanted, e.g. 0.05.")
 @click.option(
     "--respondents",
@@ -52,10 +133,11 @@ def _sketch_size(text: str | None) -> tuple[int, ...] | None:
 @click.option("--confidence", default="0.95", show_default=True, help="Two-sided level.")
 @click.option(
     "--mechanism",
-    type=click.Choice(planning.MECHANISM_NAMES),
+    type=click.Choice(planning.MECHANISM_NAMES + ("none", "l-grr", "l-osue")),
     default=None,
     help="Mechanism (default: rr for 2 options, else auto; onebit for an integer's mean, multi "
-    "for each option of a select-all question, hcms or cms for a text candidate's share).",
+    "for each option of a select-all question, hcms or cms for a text candidate's share; "
+    "with --test: rr, coins or none; with --series: l-grr (default), l-osue or auto).",
 )
 @click.option(
     "--range",
@@ -72,8 +154,10 @@ def _sketch_size(text: str | None) -> tuple[int, ...] | None:
     "16x256 for cms); rappor: bits x hashes x cohorts (default 32x2x16, --options candidates). "
     "The margin is a text candidate's share.",
 )
+@series_options
+@test_options
 def plan_command(
-    epsilon: float,
+    epsilon: float | None,
     margin: float | None,
     respondents: int | None,
     options: int,
@@ -81,8 +165,35 @@ def plan_command(
     mechanism: str | None,
     width: int | None,
     sketch: str | None,
+    **test: Any,
 ) -> None:
-    """Respondents needed for a margin of error at an epsilon (worst case); the number ends the output."""
+    """Respondents needed for a margin of error at an epsilon (worst case); the number ends the
+    output. With --test: the power of a hypothesis test at --n, or the n for a --power. With
+    --series: respondents per wave of a series at (--epsilon-perm, --epsilon-1)."""
+    series = {name: test.pop(name) for name in SERIES_OPTIONS}
+    if series["series"]:
+        if test["test"] is not None or respondents is not None or width is not None or sketch:
+            raise click.UsageError("--series takes --margin, --change-margin or --trend-margin, "
+                                   "not --test, --respondents, --range or --sketch")  # fmt: skip
+        if epsilon is not None:
+            raise click.UsageError("--series takes --epsilon-perm and --epsilon-1, not --epsilon")
+        _plan_series(margin, options, confidence, mechanism, test["as_json"], **series)
+        return
+    given = [name for name in SERIES_OPTIONS if series[name] is not None and name != "series"]
+    if given:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} goes with --series")
+    if test["test"] is not None:
+        if margin is not None or respondents is not None or width is not None or sketch:
+            raise click.UsageError("--test takes --n or --power, not --margin, --respondents, "
+                                   "--range or --sketch")  # fmt: skip
+        _plan_test(epsilon, mechanism, **test)
+        return
+    stray = [name for name, value in test.items() if value not in (None, False, "0.05")]
+    if stray:
+        flag = {"target": "power", "as_json": "json"}.get(stray[0], stray[0])
+        raise click.UsageError(f"--{flag.replace('_', '-')} goes with --test")
+    if epsilon is None:
+        raise click.UsageError("give --epsilon (the question's privacy budget)")
     if margin is None and respondents is None:
         raise click.UsageError(
             "give --margin (respondents needed) or --respondents (margin bought)"
@@ -101,6 +212,122 @@ def plan_command(
     except (planning.PlanError, ValueError) as exc:
         _fail(str(exc))
     click.echo(planning.format_plan(result))
+
+
+def _plan_series(
+    margin: float | None,
+    options: int,
+    confidence: str,
+    mechanism: str | None,
+    as_json: bool,
+    *,
+    series: bool,
+    epsilon_perm: float | None,
+    epsilon_1: float | None,
+    change_margin: float | None,
+    trend_margin: float | None,
+    waves: int | None,
+) -> None:
+    """`plan --series`: respondents per wave for a margin on a wave's share, on a change
+    between waves and (with --waves) on the trend, worst case (docs/statistics.md, "Waves");
+    words ending with the number, or the plan as JSON (--json)."""
+    if epsilon_perm is None or epsilon_1 is None:
+        raise click.UsageError("--series needs --epsilon-perm and --epsilon-1")
+    if margin is None and change_margin is None and trend_margin is None:
+        raise click.UsageError(
+            "--series needs --margin (a wave's share), --change-margin or --trend-margin"
+        )
+    if mechanism not in (None, *series_planning.SERIES_MECHANISMS):
+        raise click.UsageError("--series takes --mechanism l-grr, l-osue or auto")
+    try:
+        plan = series_planning.plan_series(
+            options,
+            epsilon_perm,
+            epsilon_1,
+            margin=margin,
+            change_margin=change_margin,
+            trend_margin=trend_margin,
+            waves=waves,
+            confidence=_level(confidence),
+            mechanism=mechanism or "l-grr",
+        )
+    except (planning.PlanError, ValueError, DeniableError) as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(plan.to_dict()))
+        return
+    click.echo(format_series_plan(plan))
+
+
+def format_series_plan(plan: series_planning.SeriesPlan) -> str:
+    """A series plan in words, one line per margin asked; the respondents per wave end it."""
+    lines = [
+        f"{plan.mechanism} over {plan.options} options at epsilon_perm {plan.epsilon_perm:g} "
+        f"(every wave together, per true answer) and epsilon_1 {plan.epsilon_1:g} (one "
+        f"report; p* {plan.p_star:.4f}, q* {plan.q_star:.4f}), {plan.confidence:.0%} "
+        "confidence, worst case:"
+    ]
+    asked = [
+        ("a wave's share", plan.margin, plan.respondents_share),
+        ("the change between two waves", plan.change_margin, plan.respondents_change),
+        (f"the trend over {plan.waves} waves", plan.trend_margin, plan.respondents_trend),
+    ]
+    for what, margin, n in asked:
+        if margin is not None and n is not None:
+            lines.append(f"  +/- {margin:g} on {what}: {n:,} respondents per wave")
+    lines.append(f"Respondents per wave: {plan.respondents}")
+    return "\n".join(lines)
+
+
+def _plan_test(
+    epsilon: float | None,
+    mechanism: str | None,
+    *,
+    test: str,
+    share: str | None,
+    control: str | None,
+    null: str | None,
+    alpha: str,
+    one_sided: bool,
+    n: int | None,
+    target: str | None,
+    p_star: str | None,
+    q_star: str | None,
+    as_json: bool,
+) -> None:
+    """`plan --test`: the power at --n or the smallest n for --power (docs/statistics.md,
+    "Power"), as words ending with the number or as {"power", "n"} (--json)."""
+    if (n is None) == (target is None):
+        raise click.UsageError("give --n (the power it buys) or --power (the n it needs)")
+    if share is None:
+        raise click.UsageError("give --share, the share under the alternative, like 0.2")
+    if (p_star is None) != (q_star is None):
+        raise click.UsageError("give --p-star and --q-star together")
+    if p_star is not None and (mechanism is not None or epsilon is not None):
+        raise click.UsageError("give --p-star/--q-star or --mechanism/--epsilon, not both")
+    try:
+        if p_star is not None and q_star is not None:
+            design = (power.parse_probability("p-star", p_star),
+                      power.parse_probability("q-star", q_star))  # fmt: skip
+        else:
+            design = power.design_of(mechanism or "rr", epsilon)
+        common = {
+            "p_star": design[0],
+            "q_star": design[1],
+            "control": None if control is None else power.parse_probability("control", control),
+            "null": None if null is None else power.parse_probability("null", null),
+            "alpha": power.parse_probability("alpha", alpha),
+            "one_sided": one_sided,
+        }
+        value = power.parse_probability("share", share)
+        if target is not None:
+            wanted = power.parse_probability("power", target)
+            result = power.sample_size(test, value, target=wanted, **common)
+        else:
+            result = power.power(test, value, n=n, **common)  # type: ignore[arg-type]
+    except (power.PowerError, planning.PlanError) as exc:
+        _fail(str(exc))
+    click.echo(json.dumps(result.to_dict()) if as_json else power.format_power(result))
 
 
 @click.command("simulate")

@@ -16,6 +16,8 @@ from deniable.aggregator.stats.results import (
     RegressionResults,
     SurveyResults,
 )
+from deniable.aggregator.stats.series_results import SeriesResults
+from deniable.aggregator.stats.waves import series_results
 
 __all__ = [
     "AnalysisError",
@@ -23,6 +25,7 @@ __all__ = [
     "Crosstab",
     "QuestionResults",
     "RegressionResults",
+    "SeriesResults",
     "SurveyResults",
     "analyze",
     "breakdown",
@@ -30,4 +33,5 @@ __all__ = [
     "regress",
     "results_csv",
     "results_document",
+    "series_results",
 ]

@@ -8,11 +8,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
+from deniable.aggregator.stats.asked import direct_slots, gated, report_slots, tally_sizes
 from deniable.aggregator.stats.estimate import parse_candidates, results_document, z_value
 from deniable.aggregator.stats.results import SurveyResults
 from deniable.shared import ReportError, Survey, canonical_json
+from deniable.shared.ballot import ARM_PREFIX, DIRECT
 from deniable.shared.canonical import JSONTextError, parse_json
-from deniable.shared.report import check_answers, parse_report, verify_report
+from deniable.shared.report import arms_of, check_answers, parse_report, verify_report
 
 
 def as_survey(survey: Survey | Mapping[str, Any]) -> Survey:
@@ -71,7 +73,7 @@ def answer_rows(
             try:
                 if not isinstance(raw, dict) or "answers" not in raw:
                     raise ReportError('expected an object with "answers"')
-                yield check_answers(survey, raw["answers"])
+                yield check_answers(survey, raw["answers"], raw.get("arms"))
             except ReportError as exc:
                 raise ReportError(f"{where}: {exc}") from None
             continue
@@ -82,7 +84,7 @@ def answer_rows(
                 raise ReportError(f"survey: report is for {report['survey']!r}, not {survey.id!r}")
             if report["survey_hash"].lower() != survey_hash:
                 raise ReportError("survey_hash: does not match the survey as published")
-            check_answers(survey, report["answers"])
+            checked = check_answers(survey, report["answers"], report.get("arms"))
             verify_report(report)
         except ReportError as exc:
             raise ReportError(f"{where}: {exc}") from None
@@ -95,7 +97,7 @@ def answer_rows(
             raise ReportError(f"{where}: a second report from the same public key")
         seen_ids[rid] = body
         seen_keys.add(report["public_key"])
-        yield report["answers"]
+        yield checked
 
 
 class StoredAnswers:
@@ -117,14 +119,64 @@ def answer_counts(
     question_ids: Sequence[str],
     *,
     verify: bool = True,
+    direct: bool = False,
 ) -> Mapping[tuple[Any, ...], int]:
     """How many reports sent each combination of noisy answers to these questions: from the
-    store's database, or by streaming (and checking) the reports given."""
+    store's database, or by streaming (and checking) the reports given. A question a report
+    skipped is None in its combination, as the database gives it; so is a split-ballot
+    question's direct answer unless `direct` (the analyses of randomized answers use the
+    randomized arm only; `arm_id(qid)` reads the arm itself)."""
+    wanted = _with_arms(survey, question_ids, direct)
     if isinstance(reports, StoredAnswers):
-        return reports.counts(question_ids)
-    return Counter(
-        tuple(answers[qid] for qid in question_ids)
-        for answers in answer_rows(survey, reports, verify=verify)
+        found: Mapping[tuple[Any, ...], int] = reports.counts(wanted)
+    else:
+        found = Counter(
+            _combination(answers, wanted) for answers in answer_rows(survey, reports, verify=verify)
+        )
+    if len(wanted) == len(question_ids):
+        return found
+    merged: Counter[tuple[Any, ...]] = Counter()
+    for combination, count in _randomized_only(survey, question_ids, found.items()):
+        merged[combination] += count
+    return merged
+
+
+def _with_arms(survey: Survey, question_ids: Sequence[str], direct: bool) -> list[str]:
+    """The ids to count: these, then the arm of each split-ballot question among them (unless
+    `direct`), whose direct answers `_randomized_only` then hides."""
+    if direct or not survey.split:
+        return list(question_ids)
+    split = [qid for qid in question_ids if qid in survey.split]
+    return [*question_ids, *(arm_id(qid) for qid in split)] if split else list(question_ids)
+
+
+def _randomized_only(
+    survey: Survey, question_ids: Sequence[str], pairs: Iterable[tuple[tuple[Any, ...], int]]
+) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """(combination, count) pairs counted with `_with_arms`'s ids, back to `question_ids`'
+    width, each split-ballot answer given in the direct arm made None (as if skipped)."""
+    width = len(question_ids)
+    split = [i for i, qid in enumerate(question_ids) if qid in survey.split]
+    for combination, count in pairs:
+        values = list(combination[:width])
+        for i, arm in zip(split, combination[width:], strict=True):
+            if arm == DIRECT:
+                values[i] = None
+        yield tuple(values), count
+
+
+def arm_id(qid: str) -> str:
+    """The id answer_counts reads a split-ballot question's arm by ("direct", "randomized", or
+    None when the report does not hold the question)."""
+    return ARM_PREFIX + qid
+
+
+def _combination(answers: Mapping[str, Any], question_ids: Sequence[str]) -> tuple[Any, ...]:
+    """The noisy answers (or, for an arm_id, the arms) of one report to these questions."""
+    arms = arms_of(answers)
+    return tuple(
+        arms.get(qid[len(ARM_PREFIX) :]) if qid.startswith(ARM_PREFIX) else answers.get(qid)
+        for qid in question_ids
     )
 
 
@@ -139,7 +191,7 @@ def _counted_in_batches(
     may come once per batch)."""
     rows = answer_rows(survey, reports, verify=verify)
     while batch := Counter(
-        tuple(answers[qid] for qid in question_ids) for answers in islice(rows, REPORTS_AT_ONCE)
+        _combination(answers, question_ids) for answers in islice(rows, REPORTS_AT_ONCE)
     ):
         yield from batch.items()
 
@@ -156,10 +208,13 @@ def answer_count_chunks(
     database or the reports: whoever folds each list into sums and drops it holds memory
     flat in the number of reports and of distinct answers. A combination may be split over
     lists (the counts add up)."""
+    wanted = _with_arms(survey, question_ids, False)
     if isinstance(reports, StoredAnswers):
-        pairs = reports.store.iter_answer_counts(reports.survey_id, list(question_ids))
+        pairs = reports.store.iter_answer_counts(reports.survey_id, wanted)
     else:
-        pairs = _counted_in_batches(survey, reports, question_ids, verify)
+        pairs = _counted_in_batches(survey, reports, wanted, verify)
+    if len(wanted) != len(question_ids):  # split ballots: the randomized arm's answers only
+        pairs = _randomized_only(survey, question_ids, pairs)
     while chunk := list(islice(pairs, max(1, rows))):
         yield chunk
 
@@ -168,14 +223,33 @@ def tally(
     survey: Survey, reports: Iterable[Any] | str | bytes, *, verify: bool = True
 ) -> tuple[int, dict[str, list[int]]]:
     """(n, support counts per question) of valid reports, each counted once as the service does
-    (see answer_rows for the checks)."""
-    support = {qid: [0] * q.k for qid, q in survey.questions.items()}
+    (see answer_rows for the checks), in the store's layout: a question with a condition has
+    one more count, of the reports that hold it (stats/asked.py)."""
+    support = {qid: [0] * size for qid, size in tally_sizes(survey).items()}
+    slots = gated(survey)
+    directs = direct_slots(survey)
     n = 0
     for answers in answer_rows(survey, reports, verify=verify):
         n += 1
+        if directs:  # split ballots: the direct arm counts in its own slots (stats/asked.py)
+            arms = arms_of(answers)
+            chosen = {
+                qid: q.arm_question(arms.get(qid)).supports(answers[qid])
+                for qid, q in survey.questions.items()
+                if qid in answers
+            }
+            for qid, found in report_slots(survey, chosen, arms, slots, directs).items():
+                for v in found:
+                    support[qid][v] += 1
+            continue
         for qid, question in survey.questions.items():
+            if qid not in answers:  # skipped (a report holds exactly the relevant questions)
+                continue
+            counts = support[qid]
             for v in question.supports(answers[qid]):
-                support[qid][v] += 1
+                counts[v] += 1
+            if qid in slots:
+                counts[slots[qid]] += 1
     return n, support
 
 
@@ -187,14 +261,34 @@ def analyze(
     *,
     verify: bool = True,
     candidates: Sequence[str] | str = (),
+    weights: Any = None,
+    weighted: bool = True,
 ) -> SurveyResults:
     """The results of a list of reports (e.g. a reports.jsonl export), as the service gives
     them; `verify=False` takes noisy answers from elsewhere (see answer_rows); `candidates` adds
-    rows to text questions, as `?candidates=` does."""
+    rows to text questions, as `?candidates=` does; weighted by the survey's design and
+    `weights` (a weights table or its CSV) unless `weighted` is false (stats/designed.py)."""
+    from deniable.aggregator.stats.designed import weigh_results, weighting_of
+
     z_value(confidence)
     resolved = as_survey(survey)
     extra = parse_candidates(candidates)
+    weighting = weighting_of(resolved, weights, weighted)
+    if weighting is not None and not isinstance(reports, str | bytes | list | tuple):
+        reports = list(reports)  # read twice: the tallies, then the weighted estimates
     n, support = tally(resolved, reports, verify=verify)
-    return results_document(
+    doc = results_document(
         resolved, n, support, confidence=confidence, simultaneous=simultaneous, candidates=extra
+    )
+    if weighting is None:
+        return doc
+    return weigh_results(
+        resolved,
+        reports,
+        doc,
+        weighting.table,
+        confidence=confidence,
+        simultaneous=simultaneous,
+        verify=verify,
+        candidates=extra,
     )

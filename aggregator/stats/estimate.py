@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from deniable.aggregator.stats.asked import condition_of, direct_counts, is_gated, split
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitKind, Limits, check
 from deniable.aggregator.stats.results import CSV_COLUMNS as CSV_COLUMNS
 from deniable.aggregator.stats.results import SurveyResults
@@ -499,7 +500,13 @@ def results_document(
     every text question's decoder is checked against `limits` before any is built (LimitError,
     kind too-large).
 
-    `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no").
+    `support[qid]` holds the k counts by option index (binary: index 0 = reports 0 = "no"),
+    then, for a question with a `relevant` condition, the number of reports that asked it: its
+    entry's `n`, out of which it is estimated (the sub-population that was asked), and its
+    `relevant` says which (docs/statistics.md, "Skipped questions"). A split-ballot question's
+    support then ends with its direct arm's counts and direct n (stats/asked.py): its entry is
+    estimated from the randomized arm's reports and adds `direct` and `difference`
+    (stats/ballot.py; docs/statistics.md, "Split ballot").
     With `simultaneous`, intervals use a Bonferroni level over the question's free estimates:
     alpha/k for a categorical question; none for a binary one, whose single free estimate is
     yes (no = 1 - yes). Edge cases: n = 0 gives null estimate, stderr and share, the interval
@@ -510,12 +517,14 @@ def results_document(
         raise ValueError(f"n: expected a non-negative integer, got {n!r}")
     z_value(confidence)
     check_decoders(survey, candidates, limits)
-    counts = {qid: _counts(q, n, support.get(qid)) for qid, q in survey.questions.items()}
+    # A question with a condition is estimated on the reports that asked it (stats/asked.py).
+    asked, raw = split(survey, n, support)
+    counts = {qid: _counts(q, asked[qid], raw[qid]) for qid, q in survey.questions.items()}
     # The maximum-likelihood shares of every randomized categorical question, found together.
     fitted = [
         qid
         for qid, q in survey.questions.items()
-        if n > 0 and q.kind.rows == "options" and not q.plain
+        if asked[qid] > 0 and q.kind.rows == "options" and not q.plain
     ]
     shares = dict(
         zip(
@@ -527,9 +536,17 @@ def results_document(
     questions = []
     for qid, question in survey.questions.items():
         z = z_value(confidence, free_estimates(question, candidates) if simultaneous else 1)
-        questions.append(
-            question_results(question, n, counts[qid], z, candidates, limits, share=shares.get(qid))
+        entry = question_results(
+            question, asked[qid], counts[qid], z, candidates, limits, share=shares.get(qid)
         )
+        if is_gated(question):  # the sub-population its estimates are for
+            entry["relevant"] = condition_of(question)
+        if question.direct_share is not None:  # split ballot: the direct arm and the difference
+            from deniable.aggregator.stats.ballot import split_ballot
+
+            direct_n, direct = direct_counts(question, support.get(qid))
+            entry.update(split_ballot(entry, question.direct_question, direct_n, direct, z))
+        questions.append(entry)
     return SurveyResults(
         {
             "survey": survey.id,

@@ -8,7 +8,9 @@ two questions: with S_a and T_b a respondent's 0/1 "report supports a / b" and (
 (the two questions' noise is independent given the answers); its standard error is a mean's.
 Both stream the distinct answers (from the database, or counted from the reports) and fold them
 into sums a chunk at a time, so their memory is flat in the number of reports and of distinct
-noisy answers; they take `verify=False` for answers from another study.
+noisy answers; they take `verify=False` for answers from another study. With skip logic they
+use the reports that hold every question they need and say how many were left out
+(`n_skipped`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,16 @@ from typing import Any
 import numpy as np
 
 from deniable.aggregator.stats.analyze import answer_count_chunks, as_survey
+from deniable.aggregator.stats.asked import is_gated, skipped
+from deniable.aggregator.stats.designed import (
+    weighted_breakdown,
+    weighted_crosstab,
+    weighting_of,
+)
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import question_results, z_value
 from deniable.aggregator.stats.results import Breakdown, Crosstab
+from deniable.aggregator.stats.weights_table import WeightTable
 from deniable.shared import Survey
 from deniable.shared.survey import Question
 
@@ -45,6 +54,15 @@ def _question(survey: Survey, qid: object, role: str) -> Question:
             "multi questions"
         )
     return question
+
+
+def skipped_field(survey: Survey, question_ids: Iterable[str], left_out: int) -> dict[str, int]:
+    """`{"n_skipped": ...}`, the reports left out because they skipped a question the analysis
+    needs, when one of those questions has a condition (docs/researchers.md); nothing for
+    questions every report holds, so analyses without skip logic keep their documents."""
+    if any(is_gated(survey.questions[qid]) for qid in question_ids):
+        return {"n_skipped": left_out}
+    return {}
 
 
 def chi2_sf(x: float, df: int) -> float:
@@ -92,8 +110,11 @@ def breakdown(
     confidence: float = 0.95,
     *,
     verify: bool = True,
+    weights: WeightTable | str | None = None,
+    weighted: bool = True,
 ) -> Breakdown:
-    """The results of randomized `question` within each group of plain question `by`."""
+    """The results of randomized `question` within each group of plain question `by`; weighted
+    by the survey's design and/or `weights` unless `weighted` is false (stats/designed.py)."""
     z = z_value(confidence)
     resolved = as_survey(survey)
     target = _question(resolved, question, "question")
@@ -112,12 +133,21 @@ def breakdown(
             f"by: {by!r} is a plain {group.type} question; group by a plain binary or "
             "categorical one (a number goes into regress as a covariate)"
         )
+    weighting = weighting_of(resolved, weights, weighted)
+    if weighting is not None:
+        return weighted_breakdown(
+            resolved, reports, target, group, weighting, confidence, verify=verify
+        )
     n = [0] * group.k
     support = [[0] * target.k for _ in range(group.k)]
+    left_out = 0
     for chunk in answer_count_chunks(
         resolved, reports, (question, by), ROWS_AT_ONCE, verify=verify
     ):
         for (answer, g), count in chunk:
+            if answer is None or g is None:  # a question the report skipped
+                left_out += count
+                continue
             n[g] += count
             for v in target.supports(answer):
                 support[g][v] += count
@@ -138,6 +168,7 @@ def breakdown(
         "by": by,
         "confidence": confidence,
         "n": sum(n),
+        **skipped_field(resolved, (question, by), left_out),
         "groups": groups,
         "test": test,
     }
@@ -206,8 +237,11 @@ def crosstab(
     confidence: float = 0.95,
     *,
     verify: bool = True,
+    weights: WeightTable | str | None = None,
+    weighted: bool = True,
 ) -> Crosstab:
-    """The joint distribution of two questions: a cell per pair of options."""
+    """The joint distribution of two questions: a cell per pair of options (weighted as
+    breakdown is)."""
     z = z_value(confidence)
     resolved = as_survey(survey)
     a = _question(resolved, first, "first")
@@ -224,26 +258,37 @@ def crosstab(
         raise AnalysisError(
             "first, second: both are plain; a cross-tab needs at least one randomized question"
         )
+    weighting = weighting_of(resolved, weights, weighted)
+    if weighting is not None:
+        return weighted_crosstab(resolved, reports, a, b, weighting, confidence, verify=verify)
     # Count the distinct pairs of noisy answers, then weigh each pair's terms: a chunk of
     # pairs at a time (a multi question may have about as many distinct answers as reports).
-    n = 0
+    n = left_out = 0
+    gated = is_gated(a) or is_gated(b)
     total = np.zeros((a.k, b.k))
     squares = np.zeros((a.k, b.k))
     rows = max(1, min(ROWS_AT_ONCE, CROSSTAB_CHUNK_CELLS // (a.k * b.k)))
     sums: tuple[np.ndarray, np.ndarray] | None = None
     for chunk in answer_count_chunks(resolved, reports, (first, second), rows, verify=verify):
-        s = np.zeros((len(chunk), a.k))
-        t = np.zeros((len(chunk), b.k))
-        for row, ((answer_a, answer_b), _) in enumerate(chunk):
+        held = chunk
+        if gated:  # only with skip logic can an answer be missing (None)
+            held = [(pair, count) for pair, count in chunk if not skipped(pair)]
+            left_out += sum(count for pair, count in chunk if skipped(pair))
+            if not held:
+                continue
+        s = np.zeros((len(held), a.k))
+        t = np.zeros((len(held), b.k))
+        for row, ((answer_a, answer_b), _) in enumerate(held):
             s[row, list(a.supports(answer_a))] = 1.0
             t[row, list(b.supports(answer_b))] = 1.0
-        weights = np.array([count for _, count in chunk], dtype=np.float64)
-        n += sum(count for _, count in chunk)
+        weights = np.array([count for _, count in held], dtype=np.float64)
+        n += sum(count for _, count in held)
         sums = crosstab_sums(s, t, a, b, weights, sums)
     if sums is not None:
         total, squares = sums
     if n < 2:
-        raise AnalysisError(f"a cross-tab needs at least 2 reports, got {n}")
+        also = f" ({left_out} more skipped one of the two)" if left_out else ""
+        raise AnalysisError(f"a cross-tab needs at least 2 reports, got {n}{also}")
     estimate, stderr, low, high = crosstab_cells(total, squares, n, z)
     cells = [
         {
@@ -264,6 +309,7 @@ def crosstab(
             "first": first,
             "second": second,
             "n": n,
+            **skipped_field(resolved, (first, second), left_out),
             "confidence": confidence,
             "cells": cells,
         }

@@ -9,7 +9,14 @@ the number), combined
 by a Wilkinson formula that our own grammar checks (stats/formula.py: a formula is data, never
 Python) before `formulaic` builds the model matrix without `eval`. Reports are streamed and
 folded into counts per covariate pattern, so memory does not grow with their number; the
-model's columns and cells are counted against the limits before the matrix is built.
+model's columns and cells are counted against the limits before the matrix is built. With
+skip logic the fit uses the reports that hold the outcome and every covariate; `n_skipped`
+says how many were left out.
+
+Split ballots (docs/statistics.md, "Split ballot"): a split-ballot question as the outcome is
+fitted on both arms at once, each report with its own arm's (p*, q*) (the direct arm's are 1
+and 0); `<qid>_arm` is a covariate, 1 for a report of `qid`'s direct arm and 0 for its
+randomized one ("did asking directly change the answer, holding the rest fixed?").
 """
 
 from __future__ import annotations
@@ -22,13 +29,15 @@ from typing import Any
 import numpy as np
 
 from deniable.aggregator.stats import formula as grammar
-from deniable.aggregator.stats.analyze import answer_counts, as_survey
+from deniable.aggregator.stats.analyze import answer_counts, arm_id, as_survey
+from deniable.aggregator.stats.asked import skipped
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import z_value
-from deniable.aggregator.stats.joint import UnknownQuestion
+from deniable.aggregator.stats.joint import UnknownQuestion, skipped_field
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
 from deniable.aggregator.stats.results import RegressionResults
 from deniable.shared import Survey
+from deniable.shared.ballot import DIRECT
 
 #: Gradient norm of the average log-likelihood at which the fit has converged.
 TOLERANCE = 1e-8
@@ -49,7 +58,7 @@ def _outcome(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[str, int]:
     if question.plain:
         raise AnalysisError(
             f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
-            "randomized question"
+            "randomized question, or a plain one with a randomized yes/no question among the terms"
         )
     if question.kind.not_an_outcome is not None:
         raise AnalysisError(f"formula: the outcome {qid!r} {question.kind.not_an_outcome}")
@@ -67,10 +76,33 @@ def _outcome(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[str, int]:
     return qid, question.options.index(label)
 
 
+#: The suffix of a split-ballot question's arm as a covariate (`cheated_arm`).
+ARM_SUFFIX = "_arm"
+
+
+def arm_covariate(survey: Survey, name: str) -> str | None:
+    """The split-ballot question whose arm the covariate `name` is (`<qid>_arm`, unless a
+    question has that id), else None."""
+    if name in survey.questions or not name.endswith(ARM_SUFFIX):
+        return None
+    qid = name[: -len(ARM_SUFFIX)]
+    return qid if qid in survey.split else None
+
+
+def _count_id(survey: Survey, name: str) -> str:
+    """What answer_counts reads for a covariate: a question's answer, or a split arm."""
+    qid = arm_covariate(survey, name)
+    return name if qid is None else arm_id(qid)
+
+
 def _covariates(survey: Survey, parsed: grammar.ParsedFormula) -> list[str]:
-    """The plain questions the right-hand side uses (a randomized one is refused)."""
+    """The plain questions (and split-ballot arms) the right-hand side uses (a randomized
+    question is refused)."""
     used = []
     for name in parsed.ids:
+        if arm_covariate(survey, name) is not None:
+            used.append(name)
+            continue
         if name not in survey.questions:
             raise UnknownQuestion(
                 f"formula: no question {name!r} in survey {survey.id!r}; its questions: "
@@ -100,6 +132,8 @@ def _levels(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...
         qid = factor.lone if factor.kind == "I" else factor.ids[0]
         if qid is None:
             return None  # I(arithmetic) is a number
+        if qid not in survey.questions:  # a split ballot's arm: a 0/1 number
+            return 2 if factor.kind == "C" else None
         question = survey.questions[qid]
         if question.kind.covariate == "factor":
             return len(question.options)
@@ -148,8 +182,11 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
 
     columns: dict[str, Any] = {}
     for i, qid in enumerate(covariates):
-        question = survey.questions[qid]
         values = [pattern[i] for pattern in patterns]
+        if qid not in survey.questions:  # a split ballot's arm: 1 for direct
+            columns[qid] = np.array([v == DIRECT for v in values], dtype=np.float64)
+            continue
+        question = survey.questions[qid]
         if question.kind.covariate == "number":  # 0/1, or the number itself
             columns[qid] = np.array(values, dtype=np.float64)
         else:
@@ -158,9 +195,12 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
     return pd.DataFrame(columns, index=range(len(patterns)))
 
 
-def fit(x: np.ndarray, ones: np.ndarray, zeros: np.ndarray, p: float, q: float) -> dict[str, Any]:
+def fit(
+    x: np.ndarray, ones: np.ndarray, zeros: np.ndarray, p: float | np.ndarray, q: float | np.ndarray
+) -> dict[str, Any]:
     """Maximum likelihood of P(y = 1 | x) = q + (p - q) logistic(x b) for counts of ones and
-    zeros per row of x: (beta, covariance, log-likelihood, iterations, converged, message)."""
+    zeros per row of x: (beta, covariance, log-likelihood, iterations, converged, message).
+    `p` and `q` may be per row (a split ballot's arms)."""
     n = float(ones.sum() + zeros.sum())
     gap = p - q
     k = x.shape[1]
@@ -247,26 +287,83 @@ def regress(
     *,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    weights: Any = None,
+    weighted: bool = True,
 ) -> RegressionResults:
     """Fit `outcome ~ covariates` on the reports; the coefficients with their standard errors,
     or `converged: false` and a message (separation, collinearity) instead of numbers. The
-    formula must fit the grammar of stats/formula.py and the model the `limits`."""
+    formula must fit the grammar of stats/formula.py and the model the `limits`. With a
+    design or `weights` (a weights table or its CSV) the fit is weighted unless `weighted` is
+    false (stats/weighted_regress.py)."""
     z = z_value(confidence)
     resolved = as_survey(survey)
     parsed = grammar.parse(formula)
+    # A plain outcome with a randomized yes/no among the terms: rr's rrreg.predictor model.
+    from deniable.aggregator.stats import predictor as joint
+
+    if (randomized := joint.predictor_of(resolved, parsed)) is not None:
+        from deniable.aggregator.stats.designed import weighting_of
+
+        if weighting_of(resolved, weights, weighted) is not None:
+            raise AnalysisError(
+                "formula: a randomized answer among the covariates is fitted unweighted only; "
+                "ask with weighted=false (--unweighted) to fit it without the design"
+            )
+        return joint.regress_predictor(
+            resolved, reports, parsed, randomized, confidence, verify=verify, limits=limits
+        )
     outcome, option = _outcome(resolved, parsed)
     covariates = _covariates(resolved, parsed)
     _check_size(resolved, parsed, covariates, None, limits)  # before reading a report
+    from deniable.aggregator.stats import designed, weighted_regress
+
+    split = outcome in resolved.split or any(c not in resolved.questions for c in covariates)
+    if (weighting := designed.weighting_of(resolved, weights, weighted)) is not None:
+        if split:
+            raise AnalysisError(
+                "formula: a split ballot's arms are fitted unweighted only; ask with "
+                "weighted=false (--unweighted) to fit it without the design"
+            )
+        return weighted_regress.weighted_regress(
+            resolved,
+            reports,
+            formula,
+            parsed,
+            outcome,
+            option,
+            covariates,
+            weighting,
+            confidence,
+            verify=verify,
+            limits=limits,
+        )
     question = resolved.questions[outcome]
     p, q = (float(v) for v in question.randomizer.option_pairs()[option])
-    counts: Counter[tuple[tuple[int, ...], int]] = Counter()
-    seen = answer_counts(resolved, reports, (outcome, *covariates), verify=verify)
+    counts: Counter[tuple[tuple[Any, ...], int]] = Counter()
+    outcome_arm = outcome in resolved.split  # each report fitted with its arm's (p*, q*)
+    ids = [outcome, *(_count_id(resolved, c) for c in covariates)]
+    seen = answer_counts(
+        resolved,
+        reports,
+        (*ids, *([arm_id(outcome)] if outcome_arm else [])),
+        verify=verify,
+        direct=True,
+    )
+    left_out = 0
     for (answer, *pattern), count in seen.items():
-        counts[(tuple(pattern), int(option in question.supports(answer)))] += count
+        if answer is None or skipped(pattern):  # a question the report skipped
+            left_out += count
+            continue
+        arm = pattern.pop() if outcome_arm else None
+        asked = question.arm_question(arm)
+        supported = option in asked.supports(answer)
+        counts[((*pattern, arm == DIRECT), int(supported))] += count
     n = sum(counts.values())
-    patterns = sorted({pattern for pattern, _ in counts})
+    keys = sorted({key for key, _ in counts})
+    patterns = [key[:-1] for key in keys]
     if n < 2 or not patterns:
-        raise AnalysisError(f"a regression needs reports; got {n}")
+        also = f" ({left_out} more skipped a question of the model)" if left_out else ""
+        raise AnalysisError(f"a regression needs reports; got {n}{also}")
     _check_size(resolved, parsed, covariates, patterns, limits)
     frame = _frame(resolved, covariates, patterns)
     try:
@@ -279,9 +376,10 @@ def regress(
     x = np.asarray(matrix, dtype=np.float64)
     if n <= x.shape[1]:
         raise AnalysisError(f"{n} reports cannot fit {x.shape[1]} coefficients; collect more")
-    ones = np.array([counts[(pattern, 1)] for pattern in patterns], dtype=np.float64)
-    zeros = np.array([counts[(pattern, 0)] for pattern in patterns], dtype=np.float64)
-    result = fit(x, ones, zeros, p, q)
+    ones = np.array([counts[(key, 1)] for key in keys], dtype=np.float64)
+    zeros = np.array([counts[(key, 0)] for key in keys], dtype=np.float64)
+    direct = np.array([key[-1] for key in keys], dtype=bool)  # the outcome asked directly
+    result = fit(x, ones, zeros, np.where(direct, 1.0, p), np.where(direct, 0.0, q))
     coefficients = []
     for i, term in enumerate(terms):
         row: dict[str, Any] = {
@@ -316,6 +414,11 @@ def regress(
             "q_star": q,
         },
         "n": n,
+        **skipped_field(
+            resolved,
+            (outcome, *(arm_covariate(resolved, c) or c for c in covariates)),
+            left_out,
+        ),
         "confidence": confidence,
         "converged": result["converged"],
         "iterations": result["iterations"],

@@ -11,13 +11,18 @@ and arrays are read-only too). On top of the document each has
 - `summary()`: the table `deniable-aggregator` prints;
 - attributes for the common fields: `n`, `confidence`, and per kind below.
 
+With skip logic (docs/statistics.md, "Skipped questions") a question with a condition carries
+`relevant` and its own `n` (the reports that asked it), and its CSV rows close with `n` and
+`relevant`; an analysis that needs such a question carries `n_skipped` (reports left out) and
+its CSV rows close with it. Documents without skip logic are exactly as before.
+
 | class | from | attributes |
 |---|---|---|
 | `SurveyResults` | `analyze`, `results_document`, `surveys.results` | `questions` (id -> QuestionResults, in order), `simultaneous` |
 | `QuestionResults` | each entry of `res["questions"]` | `id`, `type`, `mechanism`, `epsilon`, `options`, `estimates`, `conf_int()` |
 | `Breakdown` | `breakdown` | `question`, `by`, `groups` (group label -> QuestionResults), `test` |
 | `Crosstab` | `crosstab` | `first`, `second`, `cells`, `row_labels`, `column_labels`, `cell(a, b)` |
-| `RegressionResults` | `regress` | `coefficients`, `params`, `bse`, `pvalues`, `conf_int()`, `converged`, `nobs`, `message` |
+| `RegressionResults` | `regress` | `coefficients`, `params`, `bse`, `pvalues`, `conf_int()`, `converged`, `nobs`, `message`, `predictor`, `predictor_model` |
 
 Copies are the object itself (nothing can change it); pickling keeps the class. The documents'
 shapes are described in docs/researchers.md.
@@ -49,6 +54,26 @@ OPTION_COLUMNS = CSV_COLUMNS[1:]
 BREAKDOWN_CSV_COLUMNS = ("group", "n", *OPTION_COLUMNS)
 CROSSTAB_CSV_COLUMNS = ("first", "second", "estimate", "stderr", "ci_low", "ci_high")
 REGRESSION_CSV_COLUMNS = ("term", "estimate", "stderr", "z", "p_value", "ci_low", "ci_high")
+#: Columns added after a results CSV's when a question has a condition (skip logic): each
+#: question's own n, the reports that asked it, and its condition (empty when it has none).
+ASKED_CSV_COLUMNS = ("n", "relevant")
+#: Added after those when a question is a split ballot (docs/statistics.md, "Split ballot"):
+#: the randomized arm's n, the direct arm's n and estimate, and randomized minus direct
+#: (empty cells for the other questions).
+SPLIT_CSV_COLUMNS = (
+    "randomized_n",
+    "direct_n",
+    "direct_estimate",
+    "direct_stderr",
+    "direct_ci_low",
+    "direct_ci_high",
+    "difference",
+    "difference_stderr",
+    "difference_ci_low",
+    "difference_ci_high",
+)
+#: Added to a breakdown's CSV when a question it needs has a condition: the reports left out.
+SKIPPED_CSV_COLUMN = "n_skipped"
 
 
 def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
@@ -149,9 +174,21 @@ class Results(JSONObject):
     def _csv_rows(self) -> Iterator[list[Any]]:
         raise NotImplementedError
 
+    def _columns(self) -> tuple[str, ...]:
+        """The CSV header: csv_columns, and the skip-logic columns when the document has them."""
+        if SKIPPED_CSV_COLUMN in self:
+            return (*self.csv_columns, "n", SKIPPED_CSV_COLUMN)
+        return self.csv_columns
+
+    def _skip_cells(self) -> list[Any]:
+        """The skip-logic cells closing each CSV row (none without skip logic)."""
+        if SKIPPED_CSV_COLUMN in self:
+            return [self["n"], self[SKIPPED_CSV_COLUMN]]
+        return []
+
     def to_csv(self) -> str:
         """The rows as CSV (null is an empty cell; formula-like text is neutralized)."""
-        return write_csv(self.csv_columns, self._csv_rows())
+        return write_csv(self._columns(), self._csv_rows())
 
     def summary(self) -> str:
         """The table the command line prints."""
@@ -184,6 +221,19 @@ class AnalysisResults(Results):
     def confidence(self) -> float:
         """The intervals' confidence level."""
         return float(self["confidence"])
+
+    @property
+    def n_skipped(self) -> int:
+        """The reports an analysis left out because they skipped a question it needs (0 when
+        its questions have no condition)."""
+        return int(self.get(SKIPPED_CSV_COLUMN, 0))
+
+    def _used(self) -> str:
+        """'N reports', and how many were left out when a question has a condition."""
+        used = f"{self['n']} reports"
+        if SKIPPED_CSV_COLUMN in self:
+            used += f" ({self[SKIPPED_CSV_COLUMN]} more left out: they skipped a question)"
+        return used
 
 
 class QuestionResults(Results):
@@ -224,30 +274,99 @@ class QuestionResults(Results):
         """option label -> (ci_low, ci_high)."""
         return {row["option"]: (row["ci_low"], row["ci_high"]) for row in self["options"]}
 
-    def _csv_rows(self) -> Iterator[list[Any]]:
-        for row in self["options"]:
-            yield [self["id"], *(row[column] for column in OPTION_COLUMNS)]
+    @property
+    def relevant(self) -> str | None:
+        """The question's condition (skip logic): its estimates are for the reports that asked
+        it, `n` of them; None when every report holds it."""
+        return self.get("relevant")
 
-    def summary(self) -> str:
-        """The question's block of the results table."""
+    def _columns(self) -> tuple[str, ...]:
+        asked = (*CSV_COLUMNS, *ASKED_CSV_COLUMNS) if "relevant" in self else CSV_COLUMNS
+        return (*asked, *SPLIT_CSV_COLUMNS) if "direct" in self else asked
+
+    def _csv_rows(
+        self, asked: bool | None = None, split: bool | None = None
+    ) -> Iterator[list[Any]]:
+        """A row per option; with `asked` (by default: when the question has a condition), the
+        question's n and condition close each row; with `split` (by default: when it is a
+        split ballot), its arms' columns (SPLIT_CSV_COLUMNS) after them."""
+        closing = [self["n"], self.get("relevant")]
+        for i, row in enumerate(self["options"]):
+            cells = [self["id"], *(row[column] for column in OPTION_COLUMNS)]
+            if asked if asked is not None else "relevant" in self:
+                cells += closing
+            if split if split is not None else "direct" in self:
+                cells += self._arm_cells(i)
+            yield cells
+
+    def _arm_cells(self, i: int) -> list[Any]:
+        """The SPLIT_CSV_COLUMNS cells of option row i (empty unless a split ballot)."""
+        if "direct" not in self:
+            return [None] * len(SPLIT_CSV_COLUMNS)
+        direct = self["direct"]["options"][i]
+        difference = self["difference"]["options"][i]
+        return [
+            self["n"],
+            self["direct"]["n"],
+            *(direct[key] for key in ("estimate", "stderr", "ci_low", "ci_high")),
+            *(difference[key] for key in ("estimate", "stderr", "ci_low", "ci_high")),
+        ]
+
+    @property
+    def direct(self) -> Mapping[str, Any] | None:
+        """A split ballot's direct arm: its n and a row per option (None otherwise)."""
+        return self.get("direct")
+
+    @property
+    def difference(self) -> Mapping[str, Any] | None:
+        """A split ballot's randomized-minus-direct rows with intervals (None otherwise)."""
+        return self.get("difference")
+
+    def summary(self, of: int | None = None) -> str:
+        """The question's block of the results table; `of`, the survey's n, for a question with
+        a condition ("n of N reports asked it")."""
         q = self
         if QUESTION_TYPES[q["type"]].rows == "candidates" and not q["options"]:
             return f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates"
         cost = "sent as answered" if q["epsilon"] is None else f"epsilon {q['epsilon']:.3g}"
         lines = [f"{q['id']}  ({q['type']}, {q['mechanism']}, {cost})"]
+        if "relevant" in q:
+            out_of = "" if of is None else f" of {of}"
+            lines.append(
+                f"  asked if {q['relevant']}: {q['n']}{out_of} reports asked it; the estimates "
+                "are for them"
+            )
         width = max([6, *(len(o["option"]) for o in q["options"])])
+        deff = any("deff" in o for o in q["options"])  # weighted: the design effects
         lines.append(
             f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
-            f"{'interval':>15}  {'count':>9}  {'share':>5}"
+            f"{'interval':>15}  {'count':>9}  {'share':>5}" + ("   deff" if deff else "")
         )
         for o in q["options"]:
             interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
             lines.append(
                 f"  {o['option']:<{width}}  {_support(o['support']):>7}  {_cell(o['estimate']):>8}  "
                 f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
-                f"{_cell(o['share']):>5}"
+                f"{_cell(o['share']):>5}" + (f"  {_cell(o.get('deff')):>5}" if deff else "")
             )
+        if "direct" in q:  # split ballot (docs/statistics.md, "Split ballot")
+            lines.append(
+                f"  split ballot: randomized n {q['n']}, direct n {q['direct']['n']}; "
+                "direct estimate, and randomized minus direct:"
+            )
+            for o, d in zip(q["direct"]["options"], q["difference"]["options"], strict=True):
+                lines.append(
+                    f"  {o['option']:<{width}}  direct {_cell(o['estimate']):>8} "
+                    f"({_cell(o['stderr'])})  difference {_cell(d['estimate']):>8} "
+                    f"[{_cell(d['ci_low'])}, {_cell(d['ci_high'])}]"
+                )
         return "\n".join(lines)
+
+
+def weighted_by(doc: Mapping[str, Any]) -> list[str]:
+    """The line saying how the estimates are weighted (docs/statistics.md), if they are."""
+    weighting = doc.get("weighting")
+    return [f"weighted by {weighting['described']}"] if weighting else []
 
 
 class SurveyResults(AnalysisResults):
@@ -274,9 +393,22 @@ class SurveyResults(AnalysisResults):
         """Whether the intervals hold for all of a question's options at once."""
         return bool(self["simultaneous"])
 
+    def _asked(self) -> bool:
+        """Whether a question has a condition (then every CSV row says its question's n)."""
+        return any("relevant" in question for question in self["questions"])
+
+    def _split(self) -> bool:
+        """Whether a question is a split ballot (then every CSV row has the arms' columns)."""
+        return any("direct" in question for question in self["questions"])
+
+    def _columns(self) -> tuple[str, ...]:
+        asked = (*CSV_COLUMNS, *ASKED_CSV_COLUMNS) if self._asked() else CSV_COLUMNS
+        return (*asked, *SPLIT_CSV_COLUMNS) if self._split() else asked
+
     def _csv_rows(self) -> Iterator[list[Any]]:
+        asked, split = self._asked(), self._split()
         for question in self["questions"]:
-            yield from question._csv_rows()
+            yield from question._csv_rows(asked, split)
 
     def summary(self) -> str:
         level = f"{self['confidence']:.0%}".rstrip()
@@ -284,8 +416,9 @@ class SurveyResults(AnalysisResults):
             f"survey {self['survey']}: {self['n']} reports, {level} intervals"
             + (" (simultaneous)" if self["simultaneous"] else "")
         ]
+        lines += weighted_by(self)
         for question in self["questions"]:
-            lines += ["", question.summary()]
+            lines += ["", question.summary(self["n"])]
         return "\n".join(lines)
 
 
@@ -334,22 +467,34 @@ class Breakdown(AnalysisResults):
         """The Wald test that every group has the same value (None with too few groups)."""
         return self["test"]  # type: ignore[no-any-return]
 
+    def _columns(self) -> tuple[str, ...]:
+        # Its `n` column is each group's already: only the reports left out are added.
+        if SKIPPED_CSV_COLUMN in self:
+            return (*self.csv_columns, SKIPPED_CSV_COLUMN)
+        return self.csv_columns
+
     def _csv_rows(self) -> Iterator[list[Any]]:
+        closing = [self[SKIPPED_CSV_COLUMN]] if SKIPPED_CSV_COLUMN in self else []
         for group in self["groups"]:
             for row in group["options"]:
-                yield [group["group"], group["n"], *(row[column] for column in OPTION_COLUMNS)]
+                yield [
+                    group["group"],
+                    group["n"],
+                    *(row[column] for column in OPTION_COLUMNS),
+                    *closing,
+                ]
 
     def summary(self) -> str:
         by = self["by"]
-        lines = [
-            f"{self['question']} by {by}: {self['n']} reports, {self['confidence']:.0%} intervals"
-        ]
+        lines = [f"{self['question']} by {by}: {self._used()}, {self['confidence']:.0%} intervals"]
+        lines += weighted_by(self)
         for group in self["groups"]:
             lines.append(f"{by} = {group['group']}  (n = {group['n']})")
             for row in group["options"]:
                 lines.append(
                     f"  {row['option']:<20} {_cell(row['estimate'])}  "
                     f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
+                    + (f"  deff {_cell(row['deff'])}" if "deff" in row else "")
                 )
         test = self["test"]
         if test:
@@ -399,14 +544,16 @@ class Crosstab(AnalysisResults):
         return self._index[(first, second)]  # type: ignore[no-any-return]
 
     def _csv_rows(self) -> Iterator[list[Any]]:
+        closing = self._skip_cells()
         for cell in self["cells"]:
-            yield [cell[column] for column in CROSSTAB_CSV_COLUMNS]
+            yield [*(cell[column] for column in CROSSTAB_CSV_COLUMNS), *closing]
 
     def summary(self) -> str:
         lines = [
-            f"{self['first']} x {self['second']}: {self['n']} reports, "
+            f"{self['first']} x {self['second']}: {self._used()}, "
             f"{self['confidence']:.0%} intervals"
         ]
+        lines += weighted_by(self)
         for cell in self["cells"]:
             lines.append(
                 f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
@@ -417,7 +564,9 @@ class Crosstab(AnalysisResults):
 
 class RegressionResults(AnalysisResults):
     """A fitted logistic regression of a randomized answer: coefficients with standard errors,
-    or `converged` False and a `message` (separation, collinearity) with null numbers."""
+    or `converged` False and a `message` (separation, collinearity) with null numbers. With a
+    randomized `predictor` (a plain outcome, rr's rrreg.predictor), `coefficients` are the
+    outcome's model and `predictor_model` the randomized answer's on the same covariates."""
 
     __slots__ = ()
     csv_columns = REGRESSION_CSV_COLUMNS
@@ -446,6 +595,16 @@ class RegressionResults(AnalysisResults):
         return self["coefficients"]  # type: ignore[no-any-return]
 
     @property
+    def predictor(self) -> str | None:
+        """The randomized question used as a predictor (None for rrreg's model)."""
+        return self.get("predictor")
+
+    @property
+    def predictor_model(self) -> JSONObject | None:
+        """The randomized predictor's own logistic model, {"coefficients": [rows]}, or None."""
+        return self.get("predictor_model")
+
+    @property
     def params(self) -> dict[str, float | None]:
         """term -> coefficient."""
         return {row["term"]: row["estimate"] for row in self["coefficients"]}
@@ -464,26 +623,56 @@ class RegressionResults(AnalysisResults):
         """term -> (ci_low, ci_high) at the results' confidence level."""
         return {row["term"]: (row["ci_low"], row["ci_high"]) for row in self["coefficients"]}
 
+    def _columns(self) -> tuple[str, ...]:
+        """With a randomized predictor, a first column says which model a row is of."""
+        columns = super()._columns()
+        return columns if self.get("predictor") is None else ("model", *columns)
+
     def _csv_rows(self) -> Iterator[list[Any]]:
+        closing = self._skip_cells()
+        if self.get("predictor") is not None:
+            for model, rows in (
+                ("outcome", self["coefficients"]),
+                ("predictor", self["predictor_model"]["coefficients"]),
+            ):
+                for row in rows:
+                    yield [model, *(row[column] for column in REGRESSION_CSV_COLUMNS), *closing]
+            return
         for row in self["coefficients"]:
-            yield [row[column] for column in REGRESSION_CSV_COLUMNS]
+            yield [*(row[column] for column in REGRESSION_CSV_COLUMNS), *closing]
 
     def summary(self) -> str:
         """The fit's first line, then a row per term (or why the fit failed)."""
         lines = [
-            f"{self['formula']}: {self['n']} reports, log-likelihood "
+            f"{self['formula']}: {self._used()}, log-likelihood "
             f"{self['log_likelihood']:.3f}, {self['iterations']} iterations"
         ]
         if not self["converged"]:
             lines.append(f"the fit failed: {self.get('message')}")
             return "\n".join(lines)
+        lines += weighted_by(self)
+        tables: list[tuple[str | None, Any]] = [(None, self["coefficients"])]
+        if (predictor := self.get("predictor")) is not None:
+            outcome = self["outcome"]
+            sigma = f", sigma {outcome['sigma']:.4f}" if "sigma" in outcome else ""
+            tables = [
+                (f"{outcome['question']} ({outcome['model']}{sigma}):", self["coefficients"]),
+                (
+                    f"{predictor} (randomized; its logistic model on the covariates):",
+                    self["predictor_model"]["coefficients"],
+                ),
+            ]
         level = f"{self['confidence']:.0%}"
-        lines.append(
-            f"  {'term':<24} {'estimate':>9} {'stderr':>9} {'z':>8} {'p':>9}  {level} interval"
-        )
-        for row in self["coefficients"]:
+        for title, rows in tables:
+            if title is not None:
+                lines.append(title)
             lines.append(
-                f"  {row['term']:<24} {row['estimate']:>9.4f} {row['stderr']:>9.4f} "
-                f"{row['z']:>8.3f} {row['p_value']:>9.3g}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+                f"  {'term':<24} {'estimate':>9} {'stderr':>9} {'z':>8} {'p':>9}  {level} interval"
             )
+            for row in rows:
+                lines.append(
+                    f"  {row['term']:<24} {row['estimate']:>9.4f} {row['stderr']:>9.4f} "
+                    f"{row['z']:>8.3f} {row['p_value']:>9.3g}  "
+                    f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]"
+                )
         return "\n".join(lines)

@@ -160,11 +160,15 @@ def parse_truth(survey: Survey, text: str | None) -> Truth:
 
 def draw_answers(survey: Survey, truth: Truth, rng: random.Random) -> dict[str, object]:
     """One respondent's true answers (option indices, numbers, sets of indices) drawn from the
-    truth."""
+    truth, to the questions the survey asks them: with skip logic, those its plain answers
+    make relevant (`Survey.relevant`), as a device asks them."""
     answers: dict[str, object] = {}
     for qid, q in survey.questions.items():
         answers[qid] = q.kind.draw(q, truth[qid], rng)
-    return answers
+    if not any(getattr(q, "relevant", None) for q in survey.questions.values()):
+        return answers
+    plain = {qid: answers[qid] for qid, q in survey.questions.items() if q.plain}
+    return {qid: answers[qid] for qid in survey.relevant(plain)}
 
 
 def true_value(question: Question, given: Any, option: int) -> float:

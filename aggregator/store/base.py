@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
+from deniable.shared import ballot
 from deniable.shared.errors import DeniableError
 
 
@@ -138,6 +139,9 @@ class NewReport(NamedTuple):
 
 #: A purged report keeps this empty body (and its random report_id and public key).
 PURGED_BODY = ""
+#: `answer_counts` reads a split-ballot question's arm for the id ARM_PREFIX + its id (no
+#: question id can start with it): "direct", "randomized", or None (docs/wire-format.md).
+ARM_PREFIX = ballot.ARM_PREFIX
 
 
 class StoredReport(NamedTuple):

@@ -31,6 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deniable.aggregator.store.base import (
+    ARM_PREFIX,
     UNNAMED,
     NewReport,
     StoredReport,
@@ -555,7 +556,9 @@ class PostgresStore(SQLStore):
         self, survey_id: str, question_ids: Sequence[str]
     ) -> Iterator[tuple[tuple[Any, ...], int]]:
         columns = sql.SQL(", ").join(
-            sql.SQL("(body::jsonb -> 'answers' -> {})").format(sql.Literal(qid))
+            sql.SQL("(body::jsonb -> 'arms' -> {})").format(sql.Literal(qid[len(ARM_PREFIX) :]))
+            if qid.startswith(ARM_PREFIX)  # a split ballot's arm (stats/analyze.py)
+            else sql.SQL("(body::jsonb -> 'answers' -> {})").format(sql.Literal(qid))
             for qid in question_ids
         )
         query = sql.SQL(

@@ -20,6 +20,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from deniable.aggregator.store.base import (
+    ARM_PREFIX,
     UNNAMED,
     NewReport,
     StoreError,
@@ -448,11 +449,23 @@ class SQLiteStore(SQLStore):
         # slice alone is twice as fast as parsing the whole signed body (any other body is
         # parsed whole).
         paths = ", ".join(f"'$.\"{qid}\"'" for qid in question_ids)
+        # A split ballot's body has "arms" between its answers and "public_key"; an id
+        # ARM_PREFIX + qid asks for a question's arm (stats/analyze.py), read from the body.
+        arm_ids = any(qid.startswith(ARM_PREFIX) for qid in question_ids)
         answers = (
             "CASE WHEN substr(body, 1, 12) = '{\"answers\":{' AND instr(body, ',\"public_key\":') "
+            "AND NOT instr(body, '},\"arms\":{') "
             "THEN substr(body, 12, instr(body, ',\"public_key\":') - 12) "
             "ELSE json_extract(body, '$.answers') END"
         )
+        if arm_ids:
+            answers = "body"
+            paths = ", ".join(
+                f"'$.arms.\"{qid[len(ARM_PREFIX) :]}\"'"
+                if qid.startswith(ARM_PREFIX)
+                else f"'$.answers.\"{qid}\"'"
+                for qid in question_ids
+            )
         # The cursor is read as the caller goes (SQLite's sorter spills the GROUP BY to disk).
         rows = self.conn.execute(
             f"SELECT json_extract({answers}, {paths}) AS answers, count(*) FROM reports "

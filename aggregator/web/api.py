@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import access, accounts, audit, surveys
+from deniable.aggregator import access, accounts, audit, exports, surveys
 from deniable.aggregator.access import Action
 from deniable.aggregator.params import parse_candidates, parse_confidence, parse_flag
 from deniable.aggregator.stats.limits import Limits
@@ -66,7 +66,11 @@ def create_survey() -> Any:
         )
     except SurveyError as exc:
         raise Problem(422, f"invalid survey: {exc}") from None
-    body = {"id": record.id, **surveys.published(record)}
+    body = {
+        "id": record.id,
+        **surveys.published(record),
+        "notices": surveys.language_notices(record),
+    }
     response = jsonify(body)
     response.status_code = 201 if created else 200
     response.headers["Location"] = url_for("api.get_survey", survey_id=record.id)
@@ -142,8 +146,32 @@ def _confidence() -> float:
     return parse_confidence(_query("confidence"), current_app.config["CONFIDENCE"])
 
 
+#: The longest weights table a query string carries (characters): URLs longer than a few
+#: KiB are cut by servers and proxies (gunicorn's request line is 4 KiB by default). A larger
+#: table goes in the regression's JSON body or the CLI's --weights FILE.csv.
+MAX_QUERY_WEIGHTS = 2000
+
+
+def _weighting() -> dict[str, Any]:
+    """?weights= (a weights table's CSV text) and ?weighted=false (the raw estimates of a
+    survey with a design), docs/statistics.md "Weights and designs"."""
+    weighted = _query("weighted")
+    weights = _query("weights")
+    if weights is not None and len(weights) > MAX_QUERY_WEIGHTS:
+        raise Problem(
+            400,
+            f"weights: at most {MAX_QUERY_WEIGHTS:,} characters in a query; send a larger "
+            "table with the CLI's --weights FILE.csv or in a regression's JSON body",
+        )
+    return {
+        "weights": weights,
+        "weighted": True if weighted is None else parse_flag(weighted, "weighted"),
+    }
+
+
 def _results_options() -> dict[str, Any]:
     return {
+        **_weighting(),
         "confidence": _confidence(),
         "simultaneous": parse_flag(_query("simultaneous"), "simultaneous"),
         "candidates": parse_candidates(_query("candidates")),
@@ -158,6 +186,22 @@ def results(survey_id: str) -> Any:
     """Estimates with confidence intervals, from the tallies."""
     _authorize(survey_id, "results")
     doc = surveys.results(get_store(), survey_id, who=principal(), **_results_options())
+    return Response(json.dumps(doc.to_dict()), mimetype="application/json")
+
+
+@bp.get("/api/v1/series/<series_id>/results")
+@researcher_required
+def series_results(series_id: str) -> Any:
+    """Each wave's results, the changes between waves and the trend (docs/surveys.md#waves)."""
+    surveys.series_waves(get_store(), series_id, who=principal())  # 404 before the parameters
+    doc = surveys.series_results(
+        get_store(),
+        series_id,
+        who=principal(),
+        confidence=_confidence(),
+        limits=Limits.from_config(current_app.config),
+        cache=survey_cache(),
+    )
     return Response(json.dumps(doc.to_dict()), mimetype="application/json")
 
 
@@ -182,6 +226,51 @@ def reports_jsonl(survey_id: str) -> Any:
     return response
 
 
+@bp.get("/api/v1/surveys/<survey_id>/answers.csv")
+@researcher_required
+def answers_csv(survey_id: str) -> Any:
+    """One row per report, a column per question (wire-encoded answers), streamed."""
+    lines = exports.answers_csv(provider(), survey_id, who=principal())
+    response = Response(lines, mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-answers.csv"'
+    return response
+
+
+#: The statistics packages' files: format -> media type.
+STAT_TYPES = {"dta": "application/x-stata-dta", "sav": "application/x-spss-sav"}
+
+
+@bp.get("/api/v1/surveys/<survey_id>/export.dta", defaults={"fmt": "dta"})
+@bp.get("/api/v1/surveys/<survey_id>/export.sav", defaults={"fmt": "sav"})
+@researcher_required
+def export_file(survey_id: str, fmt: str) -> Any:
+    """The rows as Stata .dta or SPSS .sav, with labels and the design in the notes."""
+    data = exports.stat_file(
+        get_store(),
+        survey_id,
+        fmt,  # type: ignore[arg-type]
+        who=principal(),
+        cache=survey_cache(),
+    )
+    response = Response(data, mimetype=STAT_TYPES[fmt])
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}.{fmt}"'
+    return response
+
+
+@bp.get("/api/v1/surveys/<survey_id>/analysis.R")
+@researcher_required
+def analysis_r(survey_id: str) -> Any:
+    """An R script fitting ?formula= with rr::rrreg on answers.csv (the design filled in)."""
+    _authorize(survey_id, "export")  # 404 or 403 before a missing formula's 400
+    formula = _required_query("formula")
+    script = exports.analysis_script(
+        get_store(), survey_id, formula, who=principal(), cache=survey_cache()
+    )
+    response = Response(script, mimetype="text/plain")
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-analysis.R"'
+    return response
+
+
 def _json(doc: Any) -> Response:
     """A results object's JSON document."""
     return Response(json.dumps(doc.to_dict()), mimetype="application/json")
@@ -203,6 +292,7 @@ def breakdown(survey_id: str) -> Any:
             who=principal(),
             confidence=level,
             cache=survey_cache(),
+            **_weighting(),
         )
     )
 
@@ -223,6 +313,7 @@ def crosstab(survey_id: str) -> Any:
             who=principal(),
             confidence=level,
             cache=survey_cache(),
+            **_weighting(),
         )
     )
 
@@ -240,9 +331,17 @@ def regression(survey_id: str) -> Any:
     """Fit {"formula": "outcome ~ covariates"} (optional "confidence") on the stored reports."""
     _authorize(survey_id, "analyze")  # 404 or 403 before the body's 422
     body = json_object()
-    unknown = sorted(set(body) - {"formula", "confidence"})
+    unknown = sorted(set(body) - {"formula", "confidence", "weights", "weighted"})
     if unknown:
-        raise Problem(422, f"{str(unknown[0])[:40]}: unknown field; send formula and confidence")
+        raise Problem(
+            422,
+            f"{str(unknown[0])[:40]}: unknown field; send formula, confidence, weights, weighted",
+        )
+    weights, weighted = body.get("weights"), body.get("weighted", True)
+    if weights is not None and not isinstance(weights, str):
+        raise Problem(422, "weights: expected a weights table as CSV text")
+    if not isinstance(weighted, bool):
+        raise Problem(422, "weighted: expected true or false")
     formula = body.get("formula")
     if not isinstance(formula, str) or not formula.strip():
         raise Problem(422, "formula: expected a formula like 'smokes ~ region + adult'")
@@ -258,6 +357,8 @@ def regression(survey_id: str) -> Any:
             confidence=level,
             limits=Limits.from_config(current_app.config),
             cache=survey_cache(),
+            weights=weights,
+            weighted=weighted,
         )
     )
 

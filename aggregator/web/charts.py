@@ -5,13 +5,14 @@ bar beside it for the consistent distribution (`share`). The axis runs from 0 to
 question's mean: from its min to its max, with no share bar; a multi question's options: no
 share bar either, each is its own yes/no); an estimate outside it is drawn at the edge and said
 in the description. Every chart carries a <title> and
-a <desc> that spell out the numbers for screen readers.
+a <desc> that spell out the numbers for screen readers. The rows keep wire order in every
+language (only their names change), and a question with a skip-logic condition says so.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,14 +72,19 @@ def _short(label: str) -> str:
     return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…"
 
 
-def describe(question: Mapping[str, Any], confidence: float) -> str:
-    """The chart's numbers in words, one sentence per option."""
+def describe(
+    question: Mapping[str, Any], confidence: float, labels: Sequence[str] | None = None
+) -> str:
+    """The chart's numbers in words, one sentence per option (named by `labels`, in option
+    order, when given: the options in the page's language); a question with a condition says
+    that its estimates are for the reports that asked it."""
     parts = []
     scale = scale_of(question)
     text = scale.text
-    for o in question["options"]:
+    names = _names(question, labels)
+    for name, o in zip(names, question["options"], strict=True):
         if o["estimate"] is None:
-            parts.append(f"{o['option']}: no estimate yet")
+            parts.append(f"{name}: no estimate yet")
             continue
         note = ""
         if o["estimate"] < scale.low or o["estimate"] > scale.high:
@@ -89,15 +95,36 @@ def describe(question: Mapping[str, Any], confidence: float) -> str:
             )
         share = "" if not _has_share(question) else f", share {text(o['share'])}"
         parts.append(
-            f"{o['option']}: estimate {text(o['estimate'])}{note}, {confidence:.0%} interval "
+            f"{name}: estimate {text(o['estimate'])}{note}, {confidence:.0%} interval "
             f"{text(o['ci_low'])} to {text(o['ci_high'])}{share}"
         )
-    return "; ".join(parts) + "."
+    asked = ""
+    if question.get("relevant"):
+        asked = (
+            f"Asked only if {question['relevant']}: estimates for the {question['n']} "
+            "reports that asked it. "
+        )
+    return asked + "; ".join(parts) + "."
 
 
-def question_chart(question: Mapping[str, Any], confidence: float, title: str = "") -> Markup:
+def _names(question: Mapping[str, Any], labels: Sequence[str] | None) -> list[str]:
+    """What each row is called on the chart: `labels` (one per row, in wire order) or the
+    rows' own option labels."""
+    rows = question["options"]
+    if labels is not None and len(labels) == len(rows):
+        return [str(label) for label in labels]
+    return [str(o["option"]) for o in rows]
+
+
+def question_chart(
+    question: Mapping[str, Any],
+    confidence: float,
+    title: str = "",
+    labels: Sequence[str] | None = None,
+) -> Markup:
     """An inline <svg> chart of one question's results: a QuestionResults (stats/results.py),
-    or a mapping of the same shape."""
+    or a mapping of the same shape. `labels` names the rows in another language; the rows stay
+    in wire order."""
     uid = f"chart-{next(_ids)}"
     scale = scale_of(question)
     options = question["options"]
@@ -108,7 +135,7 @@ def question_chart(question: Mapping[str, Any], confidence: float, title: str = 
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="100%" role="img" '
         f'aria-labelledby="{uid}-t {uid}-d">',
         f'<title id="{uid}-t">{escape(name)}: estimates with {confidence:.0%} intervals</title>',
-        f'<desc id="{uid}-d">{escape(describe(question, confidence))}</desc>',
+        f'<desc id="{uid}-d">{escape(describe(question, confidence, labels))}</desc>',
     ]
     for tick in scale.ticks():
         x = scale.x(tick)
@@ -119,9 +146,8 @@ def question_chart(question: Mapping[str, Any], confidence: float, title: str = 
         out.append(
             f'<text x="{x:.1f}" y="{plot_bottom + 18}" text-anchor="middle" class="tick">{label}</text>'
         )
-    for i, o in enumerate(options):
+    for i, (label, o) in enumerate(zip(_names(question, labels), options, strict=True)):
         y = TOP + ROW * i
-        label = str(o["option"])
         out.append(
             f'<text x="{LABEL_W - 8}" y="{y + 20}" text-anchor="end" class="label">'
             f"<title>{escape(label)}</title>{escape(_short(label))}</text>"
@@ -160,3 +186,93 @@ def _bar(
         f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0):.1f}" height="{height}" class="{css}">'
         f"<title>{escape(label)}: {what} {scale.text(value)}</title></rect>"
     )
+
+
+#: The series chart: the waves across, the estimate up (docs/researchers.md, "Series").
+SERIES_HEIGHT = 220
+SERIES_LEFT = 56
+SERIES_TOP = 14
+SERIES_BOTTOM = 34
+
+
+def series_chart(
+    points: Sequence[Mapping[str, Any]], confidence: float, title: str, scale: Scale = SHARES
+) -> Markup:
+    """An inline <svg> of one question option across the waves of a series: per wave (`wave`,
+    `estimate`, `ci_low`, `ci_high`; the estimate None when the wave has none) a dot with its
+    interval's whisker, the dots joined in wave order; the numbers spelled out in <desc>."""
+    uid = f"chart-{next(_ids)}"
+    waves = [int(p["wave"]) for p in points]
+    first, last = (min(waves), max(waves)) if waves else (1, 1)
+    plot_w = WIDTH - SERIES_LEFT - RIGHT
+    plot_bottom = SERIES_HEIGHT - SERIES_BOTTOM
+
+    def x(wave: int) -> float:
+        if last == first:
+            return SERIES_LEFT + plot_w / 2
+        return SERIES_LEFT + plot_w * (wave - first) / (last - first)
+
+    def y(value: float) -> float:
+        share = (value - scale.low) / (scale.high - scale.low)
+        return plot_bottom - (plot_bottom - SERIES_TOP) * min(max(share, 0.0), 1.0)
+
+    words = []
+    for p in points:
+        if p["estimate"] is None:
+            words.append(f"wave {p['wave']}: no estimate")
+        else:
+            words.append(
+                f"wave {p['wave']}: estimate {scale.text(p['estimate'])}, {confidence:.0%} "
+                f"interval {scale.text(p['ci_low'])} to {scale.text(p['ci_high'])}"
+            )
+    out = [
+        f'<svg class="chart series-chart" viewBox="0 0 {WIDTH} {SERIES_HEIGHT}" width="100%" '
+        f'role="img" aria-labelledby="{uid}-t {uid}-d">',
+        f'<title id="{uid}-t">{escape(title)}: estimates by wave with {confidence:.0%} '
+        "intervals</title>",
+        f'<desc id="{uid}-d">{escape("; ".join(words) + ".")}</desc>',
+    ]
+    for tick in scale.ticks():
+        ty = y(tick)
+        label = f"{tick:.0%}" if scale is SHARES else f"{tick:.4g}"
+        out.append(
+            f'<line x1="{SERIES_LEFT}" y1="{ty:.1f}" x2="{WIDTH - RIGHT}" y2="{ty:.1f}" '
+            'class="grid"/>'
+        )
+        out.append(
+            f'<text x="{SERIES_LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" class="tick">'
+            f"{label}</text>"
+        )
+    drawn = [p for p in points if p["estimate"] is not None]
+    if len(drawn) > 1:
+        line = " ".join(f"{x(int(p['wave'])):.1f},{y(p['estimate']):.1f}" for p in drawn)
+        out.append(f'<polyline points="{line}" class="series-line" fill="none"/>')
+    for p in points:
+        px = x(int(p["wave"]))
+        out.append(
+            f'<text x="{px:.1f}" y="{plot_bottom + 18}" text-anchor="middle" class="tick">'
+            f"{int(p['wave'])}</text>"
+        )
+        if p["estimate"] is None:
+            continue
+        low, high = y(p["ci_low"]), y(p["ci_high"])
+        out.append(
+            f'<g class="whisker">'
+            f'<line x1="{px:.1f}" y1="{low:.1f}" x2="{px:.1f}" y2="{high:.1f}"/>'
+            f'<line x1="{px - 6:.1f}" y1="{low:.1f}" x2="{px + 6:.1f}" y2="{low:.1f}"/>'
+            f'<line x1="{px - 6:.1f}" y1="{high:.1f}" x2="{px + 6:.1f}" y2="{high:.1f}"/></g>'
+        )
+        out.append(
+            f'<circle cx="{px:.1f}" cy="{y(p["estimate"]):.1f}" r="4" class="bar-est">'
+            f"<title>wave {int(p['wave'])}: estimate {scale.text(p['estimate'])}</title></circle>"
+        )
+    out.append(
+        f'<line x1="{SERIES_LEFT}" y1="{plot_bottom}" x2="{WIDTH - RIGHT}" y2="{plot_bottom}" '
+        'class="axis"/>'
+    )
+    out.append(
+        f'<text x="{SERIES_LEFT + plot_w / 2:.1f}" y="{SERIES_HEIGHT - 4}" text-anchor="middle" '
+        'class="tick">wave</text>'
+    )
+    out.append("</svg>")
+    return Markup("".join(out))

@@ -41,7 +41,7 @@ from flask_wtf.csrf import CSRFError, generate_csrf, validate_csrf
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from wtforms import ValidationError
 
-from deniable.aggregator import access, accounts, audit
+from deniable.aggregator import access, accounts, audit, exports, forms
 from deniable.aggregator import surveys as actions
 from deniable.aggregator.access import Principal
 from deniable.aggregator.params import (
@@ -52,13 +52,14 @@ from deniable.aggregator.params import (
     parse_whole,
 )
 from deniable.aggregator.refusals import ActionError
-from deniable.aggregator.stats import planning
+from deniable.aggregator.stats import planning, power, series_planning
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import QuestionResults
 from deniable.aggregator.store import AuditEntry, SurveyRecord
 from deniable.aggregator.web import problems, sessions
-from deniable.aggregator.web.charts import question_chart
+from deniable.aggregator.web.charts import question_chart, scale_of, series_chart
 from deniable.aggregator.web.db import get_store, provider, survey_cache
+from deniable.aggregator.web.languages import texts_in
 from deniable.aggregator.web.statuses import refusal_status
 from deniable.shared import Survey, SurveyError
 from deniable.shared.canonical import JSONTextError, parse_json
@@ -349,6 +350,8 @@ def _results_options() -> dict[str, Any]:
         "simultaneous": parse_flag(request.args.get("simultaneous"), "simultaneous"),
         "limits": Limits.from_config(current_app.config),
         "cache": survey_cache(),
+        # ?weighted=0: a survey with a design, unweighted (docs/statistics.md)
+        "weighted": parse_flag(request.args.get("weighted", "1"), "weighted"),
     }
 
 
@@ -390,9 +393,11 @@ def _plain_words(question: Any) -> str:
 
 @bp.route("/surveys/<survey_id>")
 def survey(survey_id: str) -> str:
-    """One survey: per question a chart, a table and the mechanism in words."""
+    """One survey: per question a chart, a table and the mechanism in words, in the survey's
+    default language or `?lang=` another of its own (web/languages.py)."""
     record, resolved = _survey_or_404(survey_id, "results")
     who = principal()
+    texts = texts_in(resolved, request.args.get("lang"))
     options = _results_options()
     confidence, simultaneous = options["confidence"], options["simultaneous"]
     asked = request.args.get("candidates", "")
@@ -410,13 +415,20 @@ def survey(survey_id: str) -> str:
     questions = []
     for entry in doc.questions.values():
         question = resolved.questions[entry.id]
+        text = texts.text(entry.id, question.text)
+        # A text question's rows are candidates, a mean's one row: neither is an option label.
+        wire = [str(o["option"]) for o in entry.options]
+        labels = texts.labels(entry.id, wire) if wire == question.options else wire
         questions.append(
             {
                 "entry": entry,
                 "question": question,
-                "chart": question_chart(entry, confidence, question.text),
+                "text": text,
+                "labels": labels,
+                "chart": question_chart(entry, confidence, text, labels),
                 "words": _plain_words(question),
-                "wide": n > 0 and _wide(question, entry, n, confidence),
+                # Judged on the reports that asked it (its own n, with skip logic).
+                "wide": entry.n > 0 and _wide(question, entry, entry.n, confidence),
             }
         )
     return render_template(
@@ -433,8 +445,59 @@ def survey(survey_id: str) -> str:
         respondent_link=respondent_link(record.id),
         asked=asked,
         candidate_error=candidate_error,
+        texts=texts,
         **_survey_nav(survey_id),
     )
+
+
+@bp.route("/series/<series_id>")
+def series(series_id: str) -> str:
+    """A series of waves (docs/researchers.md, "Series"): per followed question option a chart
+    of the waves' estimates with their intervals, and the changes and the trend in a table.
+    Readable as the API's series results are: the unknown series' page when none is seen."""
+    confidence = _confidence()
+    doc = actions.series_results(
+        get_store(),
+        series_id,
+        who=principal(),
+        confidence=confidence,
+        limits=Limits.from_config(current_app.config),
+        cache=survey_cache(),
+    )
+    return render_template(
+        "series.html", doc=doc, confidence=confidence, followed=_followed_charts(doc, confidence)
+    )
+
+
+def _followed_charts(doc: Any, confidence: float) -> list[dict[str, Any]]:
+    """Per followed (question, option) of a series, in the trend's order: its chart over the
+    waves, its changes and its trend entry."""
+    out = []
+    for trend in doc.trend:
+        qid, option = trend["question"], trend["option"]
+        points, scale = [], None
+        for wave in doc["waves"]:
+            for entry in wave["results"].get("questions", ()):
+                if entry["id"] != qid:
+                    continue
+                scale = scale or scale_of(entry)
+                for o in entry["options"]:
+                    if str(o["option"]) == str(option):
+                        points.append({"wave": wave["wave"], **o})
+        title = f"{qid} = {option}"
+        out.append(
+            {
+                "question": qid,
+                "option": option,
+                "chart": series_chart(points, confidence, title, scale or scale_of({})),
+                "points": points,
+                "changes": [
+                    c for c in doc.changes if (c["question"], c["option"]) == (qid, option)
+                ],
+                "trend": trend,
+            }
+        )
+    return out
 
 
 def _survey_nav(survey_id: str) -> dict[str, Any]:
@@ -607,6 +670,56 @@ def download_reports(survey_id: str) -> Response:
     )
 
 
+@bp.route("/surveys/<survey_id>/answers.csv")
+def download_answers(survey_id: str) -> Response:
+    """Every report's answers, a row per report and a column per question, streamed."""
+    _survey_or_404(survey_id, "export")
+    return Response(
+        exports.answers_csv(provider(), survey_id, who=principal()),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-answers.csv"'},
+    )
+
+
+@bp.route("/surveys/<survey_id>/export.dta", defaults={"fmt": "dta"})
+@bp.route("/surveys/<survey_id>/export.sav", defaults={"fmt": "sav"})
+def download_stat_file(survey_id: str, fmt: str) -> Response:
+    """The answers as a Stata or SPSS file (labels, and the design in the notes)."""
+    data = exports.stat_file(
+        get_store(),
+        survey_id,
+        fmt,  # type: ignore[arg-type]
+        who=principal(),
+        cache=survey_cache(),
+    )
+    return Response(
+        data,
+        mimetype="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}.{fmt}"'},
+    )
+
+
+@bp.route("/surveys/<survey_id>/analysis.R")
+def download_r_script(survey_id: str) -> Any:
+    """An R script fitting ?formula= with rr::rrreg on answers.csv; a refused formula is a
+    page saying why."""
+    _survey_or_404(survey_id, "export")
+    formula = request.args.get("formula", "")
+    try:
+        script = exports.analysis_script(
+            get_store(), survey_id, formula, who=principal(), cache=survey_cache()
+        )
+    except ActionError as exc:
+        if exc.kind != "invalid":
+            raise
+        return render_template("error.html", title="Formula refused", message=str(exc)), 422
+    return Response(
+        script,
+        mimetype="text/plain",
+        headers={"Content-Disposition": f'attachment; filename="{survey_id}-analysis.R"'},
+    )
+
+
 # -- writing ---------------------------------------------------------------------------------
 
 
@@ -652,6 +765,100 @@ def _plan_from_args() -> tuple[dict[str, str], planning.Plan | None, str | None]
     return fields, result, None
 
 
+#: The power form's fields and their defaults (docs/statistics.md, "Power").
+POWER_FIELDS = (
+    ("power_test", "one-sample"),
+    ("share", "0.2"),
+    ("control", ""),
+    ("null", ""),
+    ("alpha", "0.05"),
+    ("sided", "two"),
+    ("n", ""),
+    ("target", "0.8"),
+    ("power_mechanism", "rr"),
+    ("power_epsilon", "1"),
+)
+
+
+def _power_from_args() -> tuple[dict[str, str], power.PowerResult | None, str | None]:
+    """The power form's values, its answer and any error (None when not asked): the power at
+    n when n is given, else the smallest n reaching the target power."""
+    fields = {key: request.args.get(key, default) for key, default in POWER_FIELDS}
+    if "power_test" not in request.args:
+        return fields, None, None
+    try:
+        mechanism = fields["power_mechanism"]
+        epsilon_text = fields["power_epsilon"].strip()
+        if epsilon_text and not _DECIMAL.fullmatch(epsilon_text):
+            raise power.PowerError(f"epsilon: expected a number like 1, got {epsilon_text!r}")
+        p_star, q_star = power.design_of(mechanism, float(epsilon_text) if epsilon_text else None)
+        common: dict[str, Any] = {
+            "p_star": p_star,
+            "q_star": q_star,
+            "alpha": power.parse_probability("alpha", fields["alpha"]),
+            "one_sided": fields["sided"] == "one",
+        }
+        for key in ("control", "null"):
+            text = fields[key].strip()
+            common[key] = power.parse_probability(key, text) if text else None
+        share = power.parse_probability("share", fields["share"])
+        n_text = fields["n"].strip()
+        if n_text:
+            if not re.fullmatch(r"[0-9]{1,12}", n_text):
+                raise power.PowerError(f"n: expected a whole number, got {n_text!r}")
+            result = power.power(fields["power_test"], share, n=int(n_text), **common)
+        else:
+            target = power.parse_probability("power", fields["target"])
+            result = power.sample_size(fields["power_test"], share, target=target, **common)
+    except (power.PowerError, planning.PlanError, ValueError) as exc:
+        return fields, None, str(exc)
+    return fields, result, None
+
+
+#: The series planner's fields and their defaults (docs/researchers.md, "Planning a survey").
+SERIES_FIELDS = (
+    ("series_epsilon_perm", "2"),
+    ("series_epsilon_1", "1"),
+    ("series_options", "2"),
+    ("series_margin", "0.05"),
+    ("series_change_margin", "0.05"),
+    ("series_mechanism", "l-grr"),
+)
+
+
+def _series_plan_from_args() -> tuple[dict[str, str], Any, str | None]:
+    """The series planner's values, its plan (stats/series_planning.py) and any error (None
+    when not asked): respondents per wave for a margin on a wave's share and on a change."""
+    fields = {key: request.args.get(key, default) for key, default in SERIES_FIELDS}
+    if "series_epsilon_perm" not in request.args:
+        return fields, None, None
+    texts = [fields[key].strip() for key, _ in SERIES_FIELDS[:5]]
+    if not all(_DECIMAL.fullmatch(t) for t in texts[:2]) or not _WHOLE.fullmatch(texts[2]):
+        return fields, None, "Give numbers: epsilons like 2 and 1, options like 2."
+    margins: list[float | None] = []
+    for text in texts[3:]:
+        if text and not _DECIMAL.fullmatch(text):
+            return fields, None, "Give each margin as a number like 0.05, or leave it empty."
+        margins.append(float(text) if text else None)
+    if margins == [None, None]:
+        return fields, None, "Give a margin on a wave, on a change or both, like 0.05."
+    if fields["series_mechanism"] not in series_planning.SERIES_MECHANISMS:
+        return fields, None, "Choose the mechanism l-grr, l-osue or auto."
+    try:
+        plan = series_planning.plan_series(
+            int(texts[2]),
+            float(texts[0]),
+            float(texts[1]),
+            margin=margins[0],
+            change_margin=margins[1],
+            confidence=_confidence(),
+            mechanism=fields["series_mechanism"],
+        )
+    except (planning.PlanError, ValueError, DeniableError) as exc:
+        return fields, None, str(exc)
+    return fields, plan, None
+
+
 def _create(text: str) -> SurveyRecord:
     """Validate a survey document and store it; SurveyError says what is wrong."""
     try:
@@ -671,6 +878,21 @@ def _create(text: str) -> SurveyRecord:
     return record
 
 
+def _from_xlsform(upload: Any) -> tuple[str, str | None]:
+    """An uploaded XLSForm's survey document as JSON text, or ("", the error naming its sheet
+    and row); a file over forms.MAX_FORM_BYTES is refused before it is parsed."""
+    raw = upload.read(forms.MAX_FORM_BYTES + 1)
+    if len(raw) > forms.MAX_FORM_BYTES:
+        return "", (
+            f"The XLSForm is larger than {forms.MAX_FORM_BYTES:,} bytes; a form is far smaller."
+        )
+    try:
+        doc = forms.import_xlsform(raw, filename=upload.filename or "form.xlsx")
+    except SurveyError as exc:
+        return "", f"{upload.filename}: {exc}"
+    return json.dumps(doc, indent=2, ensure_ascii=False), None
+
+
 @bp.route("/surveys/new", methods=["GET", "POST"])
 def new_survey() -> Any:
     """Create a survey from pasted or uploaded JSON; the planner helps choose epsilon and n.
@@ -679,10 +901,17 @@ def new_survey() -> Any:
     access.require_creator(principal())
     error = None
     text = ""
+    filled = None
     if request.method == "POST":
         text = request.form.get("document") or ""
         upload = request.files.get("file")
-        if upload is not None and upload.filename:
+        xlsform = request.files.get("xlsform")
+        if xlsform is not None and xlsform.filename:  # docs/xlsform.md
+            form_text, error = _from_xlsform(xlsform)
+            text = form_text or text
+            if error is None and request.form.get("xlsform_action") != "create":
+                filled = xlsform.filename
+        elif upload is not None and upload.filename:
             limit = current_app.config.get("MAX_CONTENT_LENGTH") or 8 * 1024 * 1024
             raw = upload.read(limit + 1)
             if len(raw) > limit:
@@ -696,19 +925,34 @@ def new_survey() -> Any:
                     error = "The uploaded file is not UTF-8 text."
         if error is None and not text.strip():
             error = "Paste a survey document or choose a JSON file."
-        if error is None:
+        if error is None and filled is None:
             try:
                 created = _create(text)
             except SurveyError as exc:
                 error = str(exc)
             else:
                 flash(f"Survey {created.id!r} created.")
+                for notice in actions.language_notices(created):
+                    flash(f"Note: {notice}.", "notice")
                 return redirect(url_for("dashboard.survey", survey_id=created.id))
     fields, plan_result, plan_error = _plan_from_args()
+    power_fields, power_result, power_error = _power_from_args()
+    series_fields, series_plan, series_error = _series_plan_from_args()
     return render_template(
         "new.html",
+        series_fields=series_fields,
+        series_plan=series_plan,
+        series_error=series_error,
+        series_mechanisms=series_planning.SERIES_MECHANISMS,
+        power_fields=power_fields,
+        power_result=power_result,
+        power_error=power_error,
+        power_tests=power.TESTS,
+        power_mechanisms=tuple(power.BINARY),
         error=error,
         text=text,
+        filled=filled,
+        max_form_bytes=forms.MAX_FORM_BYTES,
         plan_fields=fields,
         plan=plan_result,
         plan_error=plan_error,

@@ -97,6 +97,7 @@ def page(survey_id: str) -> Any:
         closed=record.closed or survey.is_closed(),
         integrity=integrity(),
         module_sha256=module_sha256(),
+        lang=request.args.get("lang"),  # the first render's language (docs/surveys.md)
     )
     return _headers(Response(html, mimetype="text/html"), csp)
 

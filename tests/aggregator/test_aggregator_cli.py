@@ -146,6 +146,11 @@ def test_demo_fills_once(runner, auth, client):
         "categorical",
     ]
     assert "survey:  demo-numbers (120 reports" in first.stdout
+    # The XLSForm's survey (docs/xlsform.md): only smokers' reports hold the gated questions.
+    form = client.get("/api/v1/surveys/health-multilingual/results", headers=auth).get_json()
+    asked = {q["id"]: q["n"] for q in form["questions"]}
+    assert form["n"] == 120 and asked["smokes"] == asked["age"] == 120
+    assert 0 < asked["cigarettes"] == asked["quit"] < 120
     second = invoke(runner, "demo", "--no-serve", "--respondents", "120")
     assert second.exit_code == 0
     doc = client.get(f"/api/v1/surveys/{survey_id}/results", headers=auth).get_json()
@@ -156,7 +161,11 @@ def test_demo_fills_once(runner, auth, client):
     as_analyst = {"Authorization": f"Bearer {analyst}"}
     assert client.get("/api/v1/surveys", headers=as_admin).status_code == 200
     listed = client.get("/api/v1/surveys", headers=as_analyst).get_json()
-    assert sorted(s["id"] for s in listed["surveys"]) == ["demo-habits", "demo-numbers"]
+    assert sorted(s["id"] for s in listed["surveys"]) == [
+        "demo-habits",
+        "demo-numbers",
+        "health-multilingual",
+    ]
     assert client.get(f"/api/v1/surveys/{survey_id}/results", headers=as_analyst).status_code == 200
     refused = client.post(f"/api/v1/surveys/{survey_id}/close", headers=as_analyst)
     assert refused.status_code == 403  # an analyst reads and changes nothing

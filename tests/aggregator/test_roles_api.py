@@ -58,13 +58,22 @@ class Case:
 
 
 OBJECTS = f"/api/v1/surveys/{DOC['id']}"
+#: alice's series: one wave (a survey of its own), bob analyses it too.
+SERIES = "objects-series"
 #: Every researcher route: (method, rule) -> the call. alice owns both surveys, bob analyses.
 ROUTES: dict[tuple[str, str], Case] = {
     ("GET", "/api/v1/surveys"): Case("list", "/api/v1/surveys"),
     ("POST", "/api/v1/surveys"): Case("create", "/api/v1/surveys", json="new"),
     ("GET", "/api/v1/surveys/<survey_id>/results"): Case("read", f"{OBJECTS}/results"),
+    ("GET", "/api/v1/series/<series_id>/results"): Case("read", f"/api/v1/series/{SERIES}/results"),
     ("GET", "/api/v1/surveys/<survey_id>/results.csv"): Case("read", f"{OBJECTS}/results.csv"),
     ("GET", "/api/v1/surveys/<survey_id>/reports.jsonl"): Case("read", f"{OBJECTS}/reports.jsonl"),
+    ("GET", "/api/v1/surveys/<survey_id>/answers.csv"): Case("read", f"{OBJECTS}/answers.csv"),
+    ("GET", "/api/v1/surveys/<survey_id>/export.dta"): Case("read", f"{OBJECTS}/export.dta"),
+    ("GET", "/api/v1/surveys/<survey_id>/export.sav"): Case("read", f"{OBJECTS}/export.sav"),
+    ("GET", "/api/v1/surveys/<survey_id>/analysis.R"): Case(
+        "read", f"{OBJECTS}/analysis.R?formula=smokes%20~%20adult"
+    ),
     ("GET", "/api/v1/surveys/<survey_id>/breakdown"): Case(
         "read", f"{OBJECTS}/breakdown?question={BREAKDOWN[0]}&by={BREAKDOWN[1]}"
     ),
@@ -135,7 +144,9 @@ class Matrix:
                 store, {**copy.deepcopy(DOC), "id": "private", "enrollment": "invite"}, who=alice
             )
             create_survey(store, {**copy.deepcopy(DOC), "id": "carols"}, who=carol)
-            for survey_id in (DOC["id"], "private"):
+            wave = {**copy.deepcopy(DOC), "id": "objects-w1", "series": SERIES, "wave": 1}
+            create_survey(store, wave, who=alice)
+            for survey_id in (DOC["id"], "private", "objects-w1"):
                 store.grant(survey_id, ids["bob"], "analyst", NOW)
         client = app.test_client()
         reports = [make_report(SURVEY, truth(i), generate_key()) for i in range(N)]
@@ -184,7 +195,7 @@ def call(matrix: Matrix, route: tuple[str, str], principal: str) -> Any:
 def test_the_matrix(matrix: Matrix, route: tuple[str, str], principal: str) -> None:
     expected = OUTCOMES[ROUTES[route].kind][principal]
     response = call(matrix, route, principal)
-    text = response.get_data(as_text=True)
+    text = response.get_data().decode("utf-8", "replace")  # .dta and .sav are binary
     if expected == "ok":
         assert 200 <= response.status_code < 300, text
         return
@@ -201,6 +212,8 @@ def test_the_matrix(matrix: Matrix, route: tuple[str, str], principal: str) -> N
             state = "revoked" if principal == "revoked" else "expired"
             assert detail.startswith("the bearer token ") and f"is {state}" in detail
             assert matrix.tokens[principal] not in text
+    elif expected == 404 and route[1].startswith("/api/v1/series/"):
+        assert detail.startswith(f"no series {SERIES!r} on this aggregator"), detail
     elif expected == 404:  # word for word the answer for a survey that does not exist
         found = re.search(r"/api/v1/surveys/([^/?]+)", ROUTES[route].path)
         assert found is not None

@@ -74,7 +74,7 @@ def test_login_chart_create_logout(live_server: Any, page: Any, tmp_path: Path) 
 
     page.get_by_role("link", name="New survey").first.click()
     page.get_by_label("Paste the survey JSON").fill('{"id": "bad", "questions": [')
-    page.get_by_role("button", name="Create survey").click()
+    page.get_by_role("button", name="Create survey", exact=True).click()
     error = page.locator("#document-error")
     assert "not valid JSON" in error.inner_text()
     assert (
@@ -85,7 +85,7 @@ def test_login_chart_create_logout(live_server: Any, page: Any, tmp_path: Path) 
         '{"id": "fresh", "title": "Fresh survey", "questions": '
         '[{"id": "q", "text": "Q?", "type": "binary", "epsilon": 1}]}'
     )
-    page.get_by_role("button", name="Create survey").click()
+    page.get_by_role("button", name="Create survey", exact=True).click()
     page.wait_for_url(f"{live_server.url}/surveys/fresh")
     assert "No reports yet" in page.content()
 
@@ -168,10 +168,10 @@ def test_analysis_page_breakdown_and_regression(live_server: Any, page: Any) -> 
     page.get_by_role("link", name="Breakdowns, cross-tabs, regression").click()
     page.get_by_role("button", name="Break down").click()
     expect(page.locator("#breakdown-result svg.chart")).to_have_count(2)
-    page.get_by_label("Formula").fill("smokes ~ nope")
+    page.get_by_label("Formula", exact=True).fill("smokes ~ nope")
     page.get_by_role("button", name="Fit").click()
     expect(page.get_by_role("alert")).to_contain_text("no question 'nope'")
-    page.get_by_label("Formula").fill("smokes ~ region")
+    page.get_by_label("Formula", exact=True).fill("smokes ~ region")
     page.get_by_role("button", name="Fit").click()
     expect(page.locator("#regression-result")).to_contain_text("region[T.south]")
 

@@ -20,7 +20,7 @@ from test_import_isolation import run as run_blocked
 
 from deniable.client.page import installed_script
 from deniable.shared import Survey
-from deniable.shared.page import MODULES, render_page, sri
+from deniable.shared.page import IMPORTED, MODULES, render_page, sri
 from tests.static_host import StaticHost
 
 MANIFEST = "deniable-page.json"
@@ -101,7 +101,9 @@ def test_the_export_is_the_installed_code_and_the_survey_pinned(
     assert style[1]["integrity"] == sri(installed_script("respond.css"))
     (imports,) = page.find("script", type="importmap")
     mapping = json.loads(imports[2])
-    assert mapping["integrity"] == {"./deniable.js": sri(installed_script("deniable.js"))}
+    assert mapping["integrity"] == {  # the modules others import: deniable, conditions, memo
+        f"./{name}": sri(installed_script(name)) for name in IMPORTED
+    }
     (main,) = page.find("main", id="main")
     assert main[1]["data-aggregator"] == live_server.url
     assert main[1]["data-survey"] == survey_id
@@ -348,9 +350,17 @@ def test_the_pinned_survey_cannot_end_its_script_block() -> None:
     )
     page = Page(html)
     scripts = page.find("script")
-    assert [s[1].get("type") for s in scripts] == ["importmap", "module", "application/json"]
+    assert [s[1].get("type") for s in scripts] == [
+        "importmap",
+        "module",
+        "application/json",  # the pinned survey
+        "application/json",  # the product's words in the survey's languages
+        "application/json",  # the plain-words explanations in the survey's languages
+    ]
     document = json.loads(page.find("script", id="pinned-survey")[0][2])
     assert document["survey"]["title"] == doc["title"] and document["survey_hash"] == survey.hash
+    explained = json.loads(page.find("script", id="page-explanations")[0][2])
+    assert list(explained) == ["en"] and set(explained["en"]["questions"]) == set(survey.questions)
     assert "<script>alert(1)" not in html  # the title in <h1> and <title> is escaped
 
 
@@ -371,7 +381,7 @@ def test_the_aggregator_serves_the_same_page_pinned_the_same_way(
     assert script[1]["integrity"] == sri(installed_script("respond.js"))
     (imports,) = page.find("script", type="importmap")
     assert json.loads(imports[2])["integrity"] == {
-        "/static/deniable.js": sri(installed_script("deniable.js"))
+        f"/static/{name}": sri(installed_script(name)) for name in IMPORTED
     }
     (main,) = page.find("main", id="main")
     assert main[1]["data-aggregator"] == live_server.url

@@ -146,6 +146,8 @@ ADMIN = {
 }
 LOGIN_POST = {**dict.fromkeys(LIVE, OK), **dict.fromkeys(DEAD, REFUSED)}
 LOGOUT = dict.fromkeys(PRINCIPALS, LOGIN)
+#: A series none of whose waves the principal may read (here: none exists) is unknown.
+UNSEEN = {**dict.fromkeys(LIVE, NOT_FOUND), **dict.fromkeys(DEAD, LOGIN)}
 
 NEW_DOC = {
     "id": "made-here",
@@ -168,6 +170,16 @@ ROUTES: list[tuple[str, str, str, dict[str, str], dict[str, str]]] = [
     ("dashboard.analysis", "POST", "/surveys/habits/analysis", {"formula": "smokes ~ 1"}, READ),
     ("dashboard.download_csv", "GET", "/surveys/habits/results.csv", {}, READ),
     ("dashboard.download_reports", "GET", "/surveys/habits/reports.jsonl", {}, READ),
+    ("dashboard.download_answers", "GET", "/surveys/habits/answers.csv", {}, READ),
+    ("dashboard.download_stat_file", "GET", "/surveys/habits/export.sav", {}, READ),
+    (
+        "dashboard.download_r_script",
+        "GET",
+        "/surveys/habits/analysis.R?formula=smokes~1",
+        {},
+        READ,
+    ),
+    ("dashboard.series", "GET", "/series/habits-series", {}, UNSEEN),
     ("dashboard.people", "GET", "/surveys/habits/people", {}, CHANGE),
     (
         "dashboard.grant",
@@ -248,7 +260,7 @@ def test_the_dashboard_matrix(app: Flask, who: str) -> None:
             response = client.post(path, data=data)
         else:
             response = client.get(path)
-        body = response.get_data(as_text=True)
+        body = response.get_data().decode("utf-8", "replace")  # .sav is binary
         seen[(endpoint, method)] = got = _outcome(response)
         want = expected[who]
         assert got == want, (who, endpoint, method, response.status_code, body[:300])

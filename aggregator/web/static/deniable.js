@@ -4,6 +4,24 @@
 // device: only the randomized report is stored and sent.
 
 // ---------------------------------------------------------------------------------------
+// The product's words: the page hands its translator in (respond.js), else English.
+
+let translate = (msgid) => msgid;
+
+/** Use `fn(msgid) -> text` for the messages this module shows a respondent (the page's
+ * language, docs/surveys.md); msgids are the English texts with {placeholders}. */
+export function setTranslator(fn) {
+  translate = typeof fn === "function" ? fn : (msgid) => msgid;
+}
+
+/** A message in the page's language, its {placeholders} filled from `args`. */
+export function t(msgid, args = {}) {
+  return String(translate(msgid)).replace(/\{(\w+)\}/g, (whole, name) =>
+    Object.hasOwn(args, name) ? String(args[name]) : whole,
+  );
+}
+
+// ---------------------------------------------------------------------------------------
 // Exact probabilities and secure sampling
 
 /** An exact probability {num, den} (BigInt) from the resolved form's text ("0.8", "2/3"). */
@@ -234,6 +252,19 @@ function asMarks(question, sent) {
   return `${sent} (supports: ${picked.join(", ") || "none"})`;
 }
 
+/** GRR with keep probability `keep`: `index` kept, else another of k options uniformly. */
+function grrDraw(k, index, keep) {
+  if (flip(keep)) return index;
+  const other = Number(randomBelow(BigInt(k - 1)));
+  return other < index ? other : other + 1;
+}
+
+/** A memo of k 0/1 marks (L-OSUE), or an option index below k (L-GRR). */
+const isMarks = (question, memo) =>
+  typeof memo === "string" && memo.length === question.options.length && /^[01]*$/.test(memo);
+const isIndex = (question, memo) =>
+  Number.isInteger(memo) && memo >= 0 && memo < question.options.length;
+
 const MECHANISMS = {
   // Plain questions: sent exactly as answered (the page says so).
   plainOption: { randomize: (question, index) => index, shown: asOption },
@@ -300,6 +331,28 @@ const MECHANISMS = {
     },
     shown: asSketch,
   },
+  // Memoized (waves): L-GRR is GRR twice (binary: k = 2); L-OSUE is OUE, then each mark kept
+  // with p2 or flipped. `randomize` is both rounds at once (one report without a memo).
+  "l-grr": {
+    permanent: (question, index, p) => grrDraw(question.options.length, index, p.p1),
+    instantaneous: (question, memo, p) => grrDraw(question.options.length, memo, p.p2),
+    validMemo: isIndex,
+    randomize: (question, index, p) => {
+      const k = question.options.length;
+      return grrDraw(k, grrDraw(k, index, p.p1), p.p2);
+    },
+    shown: asOption,
+  },
+  "l-osue": {
+    permanent: (question, index, p) => marks(question, (i) => flip(i === index ? p.p1 : p.q1)),
+    instantaneous: (question, memo, p) => marks(question, (i) => flip(p.p2) === (memo[i] === "1")),
+    validMemo: isMarks,
+    randomize: (question, index, p) => {
+      const memo = marks(question, (i) => flip(i === index ? p.p1 : p.q1));
+      return marks(question, (i) => flip(p.p2) === (memo[i] === "1"));
+    },
+    shown: asMarks,
+  },
   rappor: {
     randomize: (question, text, p, raw) => {
       const cohort = Number(randomBelow(BigInt(raw.m)));
@@ -317,6 +370,46 @@ const MECHANISMS = {
 };
 
 // ---------------------------------------------------------------------------------------
+// Memoized randomization (as deniable.shared.longitudinal; docs/surveys.md#waves): a question
+// asked again in the waves of a series is randomized in two rounds by its mechanism's
+// `permanent` (p1, q1: drawn once per true value, kept by memo.js) and `instantaneous` (p2,
+// q2: the memo randomized again in every wave); `randomize` is both at once.
+
+/** Whether a question of the resolved survey is memoized across waves (`longitudinal`). */
+export function isLongitudinal(question) {
+  if (!question?.longitudinal) return false;
+  const found = own(questionType(question).mechanisms, question.mechanism);
+  return typeof found?.permanent === "function";
+}
+
+function memoized(question) {
+  if (!isLongitudinal(question)) throw new Error(`${question.id}: not asked in waves`);
+  return mechanismOf(question);
+}
+
+/** The option index a longitudinal question reads from a true answer (the memo's key). */
+export function trueIndex(question, value) {
+  return questionType(question).truth(question, value);
+}
+
+/** The permanent response of a longitudinal question for true option `index` (the memo,
+ * kept by memo.js in place of the true value): an option index, or a string of 0/1 marks. */
+export function permanentResponse(question, index) {
+  return memoized(question).permanent(question, index, params(question));
+}
+
+/** Whether `memo` is a well-formed permanent response of `question` (read back from storage). */
+export function validMemo(question, memo) {
+  return memoized(question).validMemo(question, memo);
+}
+
+/** This wave's report answer: the permanent response randomized again with fresh coins. */
+export function instantaneousResponse(question, memo) {
+  if (!validMemo(question, memo)) throw new Error(`${question.id}: a damaged permanent answer`);
+  return memoized(question).instantaneous(question, memo, params(question));
+}
+
+// ---------------------------------------------------------------------------------------
 // Question types: the one place that knows them. Each reads and checks a true answer (`truth`),
 // names the form control the page asks it with (`control`), and maps the survey's mechanism
 // names to the mechanisms above. A new question type is one entry here (and, for a new kind
@@ -326,12 +419,23 @@ const QUESTION_TYPES = {
   binary: {
     truth: yesNoIndex,
     control: "choice",
-    mechanisms: { none: MECHANISMS.plainOption, rr: MECHANISMS.rr, coins: MECHANISMS.coins },
+    mechanisms: {
+      none: MECHANISMS.plainOption,
+      rr: MECHANISMS.rr,
+      coins: MECHANISMS.coins,
+      "l-grr": MECHANISMS["l-grr"],
+    },
   },
   categorical: {
     truth: optionIndex,
     control: "choice",
-    mechanisms: { none: MECHANISMS.plainOption, grr: MECHANISMS.grr, oue: MECHANISMS.oue },
+    mechanisms: {
+      none: MECHANISMS.plainOption,
+      grr: MECHANISMS.grr,
+      oue: MECHANISMS.oue,
+      "l-grr": MECHANISMS["l-grr"],
+      "l-osue": MECHANISMS["l-osue"],
+    },
   },
   integer: {
     truth: integerOffset,
@@ -491,7 +595,7 @@ export function sentAt(now = new Date()) {
 }
 
 /** A signed report (docs/wire-format.md) of noisy `answers` with a key {privateKey, publicKey}. */
-export async function signedReport(survey, hash, answers, key, { reportId, now } = {}) {
+export async function signedReport(survey, hash, answers, key, { reportId, now, arms } = {}) {
   const report = {
     v: 1,
     survey: survey.id,
@@ -501,6 +605,7 @@ export async function signedReport(survey, hash, answers, key, { reportId, now }
     sent_at: sentAt(now),
     public_key: key.publicKey,
   };
+  if (isSplit(survey)) report.arms = reportArms(survey, answers, arms || {});
   return { ...report, signature: await signText(key.privateKey, canonicalJSON(report)) };
 }
 
@@ -637,7 +742,7 @@ export async function fetchSurvey(server, surveyId) {
   try {
     response = await fetch(new URL(`/api/v1/surveys/${encodeURIComponent(surveyId)}`, server));
   } catch {
-    throw Object.assign(new Error("the aggregator could not be reached"), { unreachable: true });
+    throw Object.assign(new Error(t("the aggregator could not be reached")), { unreachable: true });
   }
   if (!response.ok) {
     const refused = response.status >= 400 && response.status < 500;
@@ -646,7 +751,7 @@ export async function fetchSurvey(server, surveyId) {
   const body = await response.json();
   const computed = await surveyHash(body.survey);
   if (computed !== body.survey_hash) {
-    throw new Error("the survey does not match its published hash; do not answer it");
+    throw new Error(t("the survey does not match its published hash; do not answer it"));
   }
   return { survey: body.survey, hash: body.survey_hash };
 }
@@ -950,47 +1055,140 @@ export async function nextRetry(server) {
   return times.length ? Math.min(...times) : null;
 }
 
-function randomizeAll(survey, truth) {
-  const answers = {};
+/** The ids of the questions a report holds: `asked` (the questions the respondent was asked,
+ * in the survey's order) or, without it, every question. */
+function askedIds(survey, asked) {
+  if (asked == null) return survey.questions.map((question) => question.id);
+  const wanted = new Set(asked);
+  return survey.questions.filter((question) => wanted.has(question.id)).map((q) => q.id);
+}
+
+/** The epsilon a report holding the questions `asked` spends: the sum over its randomized
+ * questions (a plain question spends none). Every question when `asked` is not given. */
+export function reportEpsilon(survey, asked = null, arms = {}) {
+  const ids = new Set(askedIds(survey, asked));
+  return survey.questions
+    .filter((question) => ids.has(question.id) && typeof question.epsilon === "number")
+    .filter((question) => arms[question.id] !== DIRECT) // a direct arm is sent as answered
+    .reduce((sum, question) => sum + question.epsilon, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Split ballot (docs/surveys.md#split-ballot): a randomized question with a `direct_share` is
+// asked directly, sent exactly as answered, with probability exactly that share; the arm is
+// drawn on this device before the question is shown and carried in the report's `arms`.
+
+const DIRECT = "direct";
+/** What the page says beside a question drawn in the direct arm (shared/ballot.py's msgid). */
+export const DIRECT_NOTICE =
+  "This question is asked directly on this device: sent exactly as you answer.";
+
+function isSplit(survey) {
+  return survey.questions.some((question) => question.direct_share != null);
+}
+
+/** A fresh arm for each split-ballot question: "direct" with probability exactly its share
+ * (crypto.getRandomValues and an integer comparison, as every coin here), else "randomized". */
+export function drawArms(survey) {
+  const arms = {};
   for (const question of survey.questions) {
-    if (!(question.id in truth)) throw new Error(`${question.id}: no answer given`);
-    answers[question.id] = randomize(question, truth[question.id]);
+    if (question.direct_share == null) continue;
+    arms[question.id] = flip(parseProbability(question.direct_share)) ? DIRECT : "randomized";
+  }
+  return arms;
+}
+
+/** The question as asked in its arm: in the direct arm, its type's plain mechanism. */
+export function inArm(question, arms) {
+  if (arms[question.id] !== DIRECT) return question;
+  return { ...question, mechanism: "none", epsilon: null };
+}
+
+/** The report's arms: one for each split-ballot question it answers (drawn if missing). */
+function reportArms(survey, answers, arms) {
+  const out = {};
+  for (const question of survey.questions) {
+    if (question.direct_share == null || !Object.hasOwn(answers, question.id)) continue;
+    if (!Object.hasOwn(arms, question.id)) throw new Error(`${question.id}: no arm drawn`);
+    out[question.id] = arms[question.id];
+  }
+  return out;
+}
+
+/** The report's answers: exactly the questions asked, each randomized once. */
+function randomizeAll(survey, truth, asked = null, arms = {}) {
+  const answers = {};
+  for (const id of askedIds(survey, asked)) {
+    if (!Object.hasOwn(truth, id)) throw new Error(`${id}: no answer given`);
+    const question = survey.questions.find((q) => q.id === id);
+    answers[id] = randomize(inArm(question, arms), truth[id]);
   }
   return answers;
 }
 
-const NEEDS_INVITATION =
-  "This survey is by invitation only: open the link from your invitation (it carries " +
-  "your code). Nothing was sent.";
+/** Answer a survey: randomize every true answer of the questions `asked` (the relevant ones,
+ * docs/surveys.md; all by default), sign, store (before sending), send. `truth` maps question
+ * ids to answers; returns the stored entry, whose `epsilon` is what this report spends.
+ * Refuses to randomize a survey twice, or to pass the epsilon cap. A survey with longitudinal
+ * questions needs `memo` (memo.js: {charge, draw}), which keeps each true value's permanent
+ * response and charges its epsilon_perm once; one answer at a time per browser (a Web Lock). */
+export async function answer(server, survey, hash, truth, options = {}) {
+  const locks = globalThis.navigator?.locks;
+  const work = () => answerLocked(server, survey, hash, truth, options);
+  const stored = await (locks ? locks.request("deniable-answer", work) : work());
+  return stored.existing ? stored.entry : send(server, stored.entry);
+}
 
-/** Answer a survey: randomize every true answer, sign, store (before sending), send.
- * `truth` maps question ids to answers; returns the stored entry. Refuses to randomize a
- * survey twice, or to pass the epsilon cap. */
-export async function answer(server, survey, hash, truth, { cap = 10, invitation = null } = {}) {
+async function answerLocked(
+  server,
+  survey,
+  hash,
+  truth,
+  { cap = 10, invitation = null, asked = null, arms = null, memo = null } = {},
+) {
   const existing = await storedEntry(server, survey.id);
-  if (existing) return existing;
+  if (existing) return { entry: existing, existing: true };
+  arms = arms || drawArms(survey);
+  const ids = askedIds(survey, asked);
+  const repeated = ids.filter((id) => isLongitudinal(survey.questions.find((q) => q.id === id)));
+  if (repeated.length && !memo) throw new Error(`${repeated[0]}: asked in waves, needs memo.js`);
+  const others = ids.filter((id) => !repeated.includes(id));
   const spent = await epsilonSpent();
-  if (spent + survey.epsilon > cap + 1e-9) {
+  const memoCost = repeated.length ? await memo.charge(server, survey, truth, repeated) : 0;
+  const cost = reportEpsilon(survey, others, arms) + memoCost;
+  if (spent + cost > cap + 1e-9) {
     throw new Error(
-      `answering would spend epsilon ${(spent + survey.epsilon).toFixed(2)}, over this ` +
-        `browser's cap of ${cap}; nothing was sent`,
+      t(
+        "Answering would spend epsilon {total}, over this browser's cap of {cap}; nothing was sent.",
+        { total: (spent + cost).toFixed(2), cap },
+      ),
     );
   }
-  if (survey.enrollment === "invite" && !invitation) throw new Error(NEEDS_INVITATION);
+  if (survey.enrollment === "invite" && !invitation) {
+    throw new Error(
+      t(
+        "This survey is by invitation only: open the link from your invitation (it carries your code). Nothing was sent.",
+      ),
+    );
+  }
   const key = await keyFor(server, survey.id);
   if (invitation) await enroll(server, survey, hash, key, invitation);
-  const report = await signedReport(survey, hash, randomizeAll(survey, truth), key);
+  const noisy = randomizeAll(survey, truth, others, arms);
+  // The memo is drawn last, once nothing can refuse the report: what it keeps is charged here.
+  const drawn = repeated.length ? await memo.draw(server, survey, truth, repeated) : null;
+  if (drawn) Object.assign(noisy, drawn.answers);
+  const ordered = Object.fromEntries(ids.map((id) => [id, noisy[id]]));
+  const report = await signedReport(survey, hash, ordered, key, { arms });
   const entry = {
     server: new URL(server).origin,
     report,
-    epsilon: survey.epsilon,
+    epsilon: drawn ? reportEpsilon(survey, others, arms) + drawn.epsilon : cost,
     status: "queued",
     stored_at: new Date().toISOString(),
     retry_at: Date.now() + 60_000, // being sent now: no retry round sends it meanwhile
     firm: true,
   };
-  const stored = await addEntry(server, survey.id, entry);
-  return send(server, stored);
+  return { entry: await addEntry(server, survey.id, entry), existing: false };
 }
 
 /** Answer for one respondent of a shared device: a fresh key, used for this report (and its
@@ -998,18 +1196,35 @@ export async function answer(server, survey, hash, truth, { cap = 10, invitation
  * the report, and this browser's epsilon ledger is not charged. An invitation code the
  * aggregator refuses sends nothing; one it cannot check now (offline) waits with the report,
  * and is sent before it. Returns the entry as it is after the first try to send. */
-export async function answerShared(server, survey, hash, truth, { invitation = null } = {}) {
+export async function answerShared(
+  server,
+  survey,
+  hash,
+  truth,
+  { invitation = null, asked = null, arms = null } = {},
+) {
+  arms = arms || drawArms(survey); // a fresh draw per respondent
+  if (survey.questions.some(isLongitudinal)) {
+    // A memo on a shared device would mix everyone's permanent answers (memo.js).
+    throw new Error("a survey asked in waves cannot be answered on a shared device");
+  }
   if (survey.enrollment === "invite" && !invitation) {
-    throw new Error("This survey is by invitation only: type the respondent's invitation code. Nothing was sent.");
+    throw new Error(
+      t("This survey is by invitation only: type the respondent's invitation code. Nothing was sent."),
+    );
   }
   const key = await newKeyPair();
   let enrolled = invitation ? await enrollment(survey, hash, key, invitation) : null;
   if (enrolled) {
     const refused = await sendEnrollment(server, { enrollment: enrolled });
-    if (refused?.outcome === "rejected") throw new Error(`${refused.reason.replace(/^enrollment: /, "")}. Nothing was sent.`);
+    if (refused?.outcome === "rejected") {
+      const reason = refused.reason.replace(/^enrollment: /, "");
+      throw new Error(t("{reason}. Nothing was sent.", { reason }));
+    }
     if (!refused) enrolled = null;
   }
-  const report = await signedReport(survey, hash, randomizeAll(survey, truth), key);
+  const noisy = randomizeAll(survey, truth, asked, arms);
+  const report = await signedReport(survey, hash, noisy, key, { arms });
   const entry = {
     server: new URL(server).origin,
     survey: survey.id,

@@ -3,20 +3,29 @@
 // Everything that touches a true answer stays in this browser. The page talks to one origin,
 // the aggregator's (main's data-aggregator), and randomizes with the survey pinned in the page
 // (#pinned-survey): an aggregator publishing another survey under this id is refused.
+import { relevantQuestions } from "./conditions.js";
+import * as memo from "./memo.js";
 import {
+  DIRECT_NOTICE,
   answer,
   answerShared,
+  drawArms,
   epsilonSpent,
+  inArm,
+  isLongitudinal,
   fetchSurvey,
   nextRetry,
   normalizeText,
   outboxCounts,
   questionType,
+  reportEpsilon,
   resendQueued,
+  setTranslator,
   shownAnswer,
   storedEntry,
   supported,
   surveyHash,
+  t,
 } from "./deniable.js";
 
 const main = document.getElementById("main");
@@ -29,10 +38,238 @@ const shared =
   main.dataset.device === "shared" ||
   new URLSearchParams(window.location.search).get("device") === "shared";
 
-function say(message, { error = false } = {}) {
+// ---------------------------------------------------------------------------------------
+// Languages (docs/surveys.md): the survey's own texts come from its translations, the
+// product's fixed texts from the catalogs the page carries (#page-messages); every fixed text
+// is written t("English text", {placeholders}) and found by its English msgid.
+
+/** The product's words of each of the survey's languages: {tag: {msgid: text}}. */
+const MESSAGES = (() => {
+  try {
+    return JSON.parse(document.getElementById("page-messages")?.textContent || "{}");
+  } catch {
+    return {};
+  }
+})();
+/** The plain-words explanations (the text of `deniable explain`) in each of the survey's
+ * languages: {tag: {questions: {id: text}, totals: [line]}}. */
+const EXPLAINED = (() => {
+  try {
+    return JSON.parse(document.getElementById("page-explanations")?.textContent || "{}");
+  } catch {
+    return {};
+  }
+})();
+const RTL = new Set(["ar", "he", "fa", "ur"]);
+const primary = (tag) => String(tag).split("-")[0].toLowerCase();
+let language = main.dataset.lang || document.documentElement.lang || "en";
+setTranslator((msgid) => {
+  const catalog = Object.hasOwn(MESSAGES, language) ? MESSAGES[language] : null;
+  return catalog && Object.hasOwn(catalog, msgid) ? catalog[msgid] : msgid;
+});
+
+/** The survey's languages: its default first, then its translations'. */
+function surveyLanguages(survey) {
+  const first = survey.language || "en";
+  return [first, ...Object.keys(survey.translations || {}).filter((tag) => tag !== first)];
+}
+
+/** The one of `languages` that serves `wanted`: the same tag, else the same primary subtag. */
+function matchLanguage(languages, wanted) {
+  if (!wanted) return null;
+  const low = String(wanted).toLowerCase();
+  return (
+    languages.find((tag) => tag.toLowerCase() === low) ||
+    languages.find((tag) => primary(tag) === primary(low)) ||
+    null
+  );
+}
+
+/** The page's language: ?lang= when the survey has it, else the browser's first language the
+ * survey has (full tag, then primary subtag), else the survey's default. */
+function pickLanguage(survey) {
+  const languages = surveyLanguages(survey);
+  const asked = matchLanguage(languages, new URLSearchParams(window.location.search).get("lang"));
+  if (asked) return asked;
+  const browser = navigator.languages?.length ? navigator.languages : [navigator.language];
+  for (const wanted of browser) {
+    const found = languages.find((tag) => tag.toLowerCase() === String(wanted).toLowerCase());
+    if (found) return found;
+  }
+  for (const wanted of browser) {
+    const found = matchLanguage(languages, wanted);
+    if (found) return found;
+  }
+  return languages[0];
+}
+
+/** The survey's own texts in `tag` (as Survey.text_in: a translation's words when the survey
+ * has one in `tag`, else the default language's), option labels in option order. */
+function surveyTexts(survey, tag) {
+  const translations = survey.translations || {};
+  const own = Object.hasOwn(translations, tag) ? translations[tag] : null;
+  const questions = {};
+  for (const question of survey.questions) {
+    const mine = own && Object.hasOwn(own.questions || {}, question.id) ? own.questions[question.id] : null;
+    const options = question.options || [];
+    const labels = Array.isArray(mine?.options) && mine.options.length === options.length;
+    questions[question.id] = {
+      text: mine ? mine.text : question.text,
+      options: labels ? mine.options : options,
+      hint: (mine ? mine.hint : question.hint) || "",
+      note: (mine ? mine.note : question.note) || "",
+    };
+  }
+  return {
+    title: own ? own.title : survey.title,
+    description: (own ? own.description : survey.description) || "",
+    questions,
+  };
+}
+
+/** Write a fixed text into `element`: its msgid and arguments are on the element (data-t,
+ * data-t-args); its slots (<output data-slot>) keep their place and their value. */
+function translateElement(element) {
+  let args = {};
+  try {
+    args = JSON.parse(element.dataset.tArgs || "{}");
+  } catch {
+    args = {};
+  }
+  const slots = {};
+  for (const slot of element.querySelectorAll("[data-slot]")) slots[slot.dataset.slot] = slot;
+  const keep = Object.fromEntries(
+    Object.entries(args).concat(Object.keys(slots).map((name) => [name, `{${name}}`])),
+  );
+  let text = t(element.dataset.t, keep);
+  if (Object.keys(slots).some((name) => !text.includes(`{${name}}`))) {
+    // A translation that lost a slot would lose its element: the English text keeps it.
+    text = element.dataset.t.replace(/\{(\w+)\}/g, (whole, name) =>
+      Object.hasOwn(keep, name) ? String(keep[name]) : whole,
+    );
+  }
+  const parts = [];
+  let last = 0;
+  for (const match of text.matchAll(/\{(\w+)\}/g)) {
+    parts.push(text.slice(last, match.index));
+    parts.push(Object.hasOwn(slots, match[1]) ? slots[match[1]] : match[0]);
+    last = match.index + match[0].length;
+  }
+  parts.push(text.slice(last));
+  element.replaceChildren(...parts);
+}
+
+/** The name of a language in that language ("français", "العربية"), for the switcher. */
+function languageName(tag) {
+  try {
+    const name = new Intl.DisplayNames([tag], { type: "language" }).of(tag);
+    return name ? name.charAt(0).toLocaleUpperCase(tag) + name.slice(1) : tag;
+  } catch {
+    return tag;
+  }
+}
+
+let currentSurvey = null;
+let shownEntry = null;
+let lastSaid = null;
+
+/** Show the page in `tag`: <html lang dir>, the survey's texts, the product's words, the
+ * switcher. Answers already given stay (wire values never change with the language). */
+function applyLanguage(survey, tag) {
+  language = tag;
+  document.documentElement.lang = tag;
+  document.documentElement.dir = RTL.has(primary(tag)) ? "rtl" : "ltr";
+  main.dataset.lang = tag;
+  const texts = surveyTexts(survey, tag);
+  for (const element of document.querySelectorAll("[data-t]")) translateElement(element);
+  const title = document.querySelector('[data-text="title"]');
+  if (title) title.textContent = texts.title;
+  document.title = `${texts.title} · deniable`;
+  const description = document.querySelector('[data-text="description"]');
+  if (description) {
+    description.textContent = texts.description;
+    description.hidden = !texts.description;
+  }
+  for (const [id, words] of Object.entries(texts.questions)) {
+    const key = CSS.escape(id);
+    const text = document.querySelector(`[data-question-text="${key}"]`);
+    if (text) text.textContent = words.text;
+    for (const label of document.querySelectorAll(`[data-option="${key}"]`)) {
+      label.textContent = words.options[Number(label.dataset.index)] ?? label.textContent;
+    }
+    setOwnText(id, "data-hint", words.hint, "question-hint", "legend", "after");
+    setOwnText(id, "data-note", words.note, "note", null, "before");
+  }
+  const explained = Object.hasOwn(EXPLAINED, tag) ? EXPLAINED[tag] : null;
+  if (explained) {
+    for (const element of document.querySelectorAll("[data-explain]")) {
+      const text = explained.questions?.[element.dataset.explain];
+      if (typeof text === "string") element.textContent = text;
+    }
+    const totals = document.querySelector("[data-totals]");
+    if (totals && Array.isArray(explained.totals)) {
+      totals.replaceChildren(
+        ...explained.totals.map((line) => {
+          const paragraph = document.createElement("p");
+          paragraph.textContent = line;
+          return paragraph;
+        }),
+      );
+    }
+  }
+  const switcher = document.querySelector("[data-lang-switcher]");
+  if (switcher) {
+    const languages = surveyLanguages(survey);
+    switcher.replaceChildren(
+      ...languages.map((each) => {
+        const option = document.createElement("option");
+        option.value = each;
+        option.lang = each;
+        option.textContent = languageName(each);
+        return option;
+      }),
+    );
+    switcher.value = tag;
+    switcher.closest(".languages").hidden = languages.length < 2;
+  }
+  if (shownEntry) showReceipt(survey, shownEntry);
+  if (lastSaid) say(lastSaid.msgid, lastSaid.args, { error: lastSaid.error });
+}
+
+/** A question's hint or note in the page's language (an element made when only a
+ * translation has one, removed when the language has none). */
+function setOwnText(id, attribute, text, className, anchor, where) {
+  const item = document.querySelector(`[data-item="${CSS.escape(id)}"]`);
+  if (!item) return;
+  let element = item.querySelector(`[${attribute}]`);
+  if (!text) {
+    element?.remove();
+    return;
+  }
+  if (!element) {
+    element = document.createElement("p");
+    element.className = className;
+    element.setAttribute(attribute, id);
+    const fieldset = item.querySelector("fieldset");
+    if (where === "before") item.insertBefore(element, fieldset);
+    else fieldset.querySelector(anchor).after(element);
+  }
+  element.textContent = text;
+}
+
+/** Say `msgid` (a fixed text, translated, {placeholders} from `args`) in the status line; an
+ * empty msgid clears it. Said again in the new language when the language changes. */
+function say(msgid, args = {}, { error = false } = {}) {
+  lastSaid = msgid ? { msgid, args, error } : null;
+  const message = msgid ? t(msgid, args) : "";
   statusLine.textContent = message;
   statusLine.classList.toggle("error", error);
   statusLine.hidden = !message;
+}
+
+/** Say a message already in the page's language (an error's text). */
+function sayText(message, { error = false } = {}) {
+  say(message ? "{message}" : "", { message }, { error });
 }
 
 function invitationCode() {
@@ -44,27 +281,39 @@ function invitationCode() {
 }
 
 const STATUS_TEXT = {
-  accepted: "accepted: the aggregator stored your randomized report",
-  duplicate: "already received: the aggregator had this report (it is counted once)",
-  queued: "waiting to be sent: kept on this device, sent again by itself (now or on your next visit)",
-  rejected: "refused by the aggregator",
+  accepted: () => t("accepted: the aggregator stored your randomized report"),
+  duplicate: () => t("already received: the aggregator had this report (it is counted once)"),
+  queued: () =>
+    t("waiting to be sent: kept on this device, sent again by itself (now or on your next visit)"),
+  rejected: () => t("refused by the aggregator"),
 };
 
 function showReceipt(survey, entry) {
+  shownEntry = entry;
   const receipt = document.getElementById("receipt");
   receipt.dataset.reportId = entry.report.report_id;
   receipt.dataset.status = entry.status;
   document.getElementById("receipt-id").textContent = entry.report.report_id;
   let reason = "";
-  if (entry.reason) reason = `${entry.status === "queued" ? ". Last try" : ""}: ${entry.reason}`;
-  document.getElementById("receipt-status").textContent = STATUS_TEXT[entry.status] + reason;
+  if (entry.reason) {
+    reason =
+      entry.status === "queued"
+        ? t(". Last try: {reason}", { reason: entry.reason })
+        : `: ${entry.reason}`;
+  }
+  document.getElementById("receipt-status").textContent = STATUS_TEXT[entry.status]() + reason;
+  const texts = surveyTexts(survey, language);
   const list = document.getElementById("receipt-answers");
   list.replaceChildren(
-    ...survey.questions.map((question) => {
-      const item = document.createElement("li");
-      item.textContent = `${question.text} → ${shownAnswer(question, entry.report.answers[question.id])}`;
-      return item;
-    }),
+    ...survey.questions
+      .filter((question) => Object.hasOwn(entry.report.answers, question.id))
+      .map((question) => {
+        const item = document.createElement("li");
+        const asked = inArm(question, entry.report.arms || {}); // a split ballot's arm
+        const sent = shownAnswer(asked, entry.report.answers[question.id]);
+        item.textContent = `${texts.questions[question.id].text} → ${sent}`;
+        return item;
+      }),
   );
   form.hidden = true;
   receipt.hidden = false;
@@ -87,14 +336,93 @@ async function showCounts() {
   if (outbox) outbox.hidden = false;
 }
 
+// ---------------------------------------------------------------------------------------
+// Skip logic (docs/surveys.md): a question whose `relevant` condition is false given the plain
+// answers so far is hidden, its inputs disabled, and left out of the report.
+
+/** The value a plain question's control holds now (conditions.js's values: the label, the
+ * number, the list of selected labels), or undefined when it has none yet. */
+const PLAIN_VALUES = {
+  choice: (name) => form.querySelector(`input[name="${name}"]:checked`)?.value,
+  boxes: (name) =>
+    Array.from(form.querySelectorAll(`input[name="${name}"]:checked`), (box) => box.value),
+  number(name) {
+    const text = form.querySelector(`input[name="${name}"]`)?.value.trim() || "";
+    return /^[+-]?\d+$/.test(text) ? Number(text) : undefined;
+  },
+  words: () => undefined,
+};
+
+/** The questions this respondent is asked, given the plain answers on the form now: the one
+ * rule (conditions.js's relevantQuestions, Survey.relevant in Python) the aggregator's
+ * ingestion checks too. The value of a question not asked is ignored there. */
+function askedQuestions(survey) {
+  const values = {};
+  for (const question of survey.questions) {
+    if (question.epsilon !== null) continue; // randomized: never read by a condition
+    const read = PLAIN_VALUES[questionType(question).control];
+    const value = read ? read(CSS.escape(question.id)) : undefined;
+    if (value !== undefined) values[question.id] = value;
+  }
+  return relevantQuestions(survey, values);
+}
+
+/** Show the questions asked, hide (and disable) the others, and say what the report spends. */
+function updateAsked(survey) {
+  const asked = new Set(askedQuestions(survey));
+  for (const item of form.querySelectorAll("[data-item]")) {
+    const shown = asked.has(item.dataset.item);
+    item.hidden = !shown;
+    const fieldset = item.querySelector("fieldset");
+    if (fieldset) fieldset.disabled = !shown;
+  }
+  const cost = document.getElementById("cost");
+  const spends = reportEpsilon(survey, [...asked], arms);
+  if (cost) cost.textContent = String(Number(spends.toPrecision(4)));
+  return [...asked];
+}
+
+// Split ballot (docs/surveys.md#split-ballot): each split question's arm is drawn when the form
+// is shown (afresh for each respondent of a shared device); a question drawn in the direct arm
+// says so beside it, before anything is sent, instead of how it would be randomized.
+let arms = {};
+
+function showArms(survey) {
+  arms = drawArms(survey);
+  for (const [id, arm] of Object.entries(arms)) {
+    const item = form.querySelector(`[data-item="${CSS.escape(id)}"]`);
+    if (!item) continue;
+    let notice = item.querySelector("[data-direct-notice]");
+    if (!notice) {
+      notice = document.createElement("p");
+      notice.className = "plain direct-notice";
+      notice.dataset.directNotice = "";
+      (item.querySelector("fieldset") || item).append(notice);
+    }
+    notice.textContent = t(DIRECT_NOTICE);
+    notice.hidden = arm !== "direct";
+    const explain = item.querySelector("[data-explain]");
+    if (explain) explain.hidden = arm === "direct";
+  }
+}
+
 // How the page reads each kind of form control a question type asks with (deniable.js's
 // QUESTION_TYPES names it): the true answer, or an error saying what is missing.
+function questionText(question) {
+  return surveyTexts(currentSurvey || { questions: [question] }, language).questions[question.id]
+    .text;
+}
+
 const CONTROLS = {
   choice(question, name) {
     const checked = form.querySelector(`input[name="${name}"]:checked`);
     if (!checked) {
       document.getElementById(`q-${question.id}`)?.scrollIntoView({ block: "center" });
-      throw new Error(`Answer every question first: "${question.text}" has no answer.`);
+      throw new Error(
+        t('Answer every question first: "{question}" has no answer.', {
+          question: questionText(question),
+        }),
+      );
     }
     return checked.value;
   },
@@ -109,7 +437,11 @@ const CONTROLS = {
     if (!/^[+-]?\d+$/.test(text) || number < question.min || number > question.max) {
       input.focus();
       throw new Error(
-        `"${question.text}" needs a whole number from ${question.min} to ${question.max}.`,
+        t('"{question}" needs a whole number from {low} to {high}.', {
+          question: questionText(question),
+          low: question.min,
+          high: question.max,
+        }),
       );
     }
     return number;
@@ -118,15 +450,22 @@ const CONTROLS = {
     const input = form.querySelector(`input[name="${name}"]`);
     if (!normalizeText(input.value)) {
       input.focus();
-      throw new Error(`Answer every question first: "${question.text}" has no answer.`);
+      throw new Error(
+        t('Answer every question first: "{question}" has no answer.', {
+          question: questionText(question),
+        }),
+      );
     }
     return input.value;
   },
 };
 
-function truthFromForm(survey) {
+/** The true answers of the questions `asked` (and of no other). */
+function truthFromForm(survey, asked) {
   const truth = {};
+  const wanted = new Set(asked);
   for (const question of survey.questions) {
+    if (!wanted.has(question.id)) continue;
     const read = CONTROLS[questionType(question).control];
     truth[question.id] = read(question, CSS.escape(question.id));
   }
@@ -142,19 +481,22 @@ async function pinnedSurvey() {
   const hash = await surveyHash(pinned.survey);
   const named = main.dataset.surveyHash;
   if (hash !== pinned.survey_hash || (named && named !== hash) || pinned.survey.id !== surveyId) {
-    throw new Error("the survey in this page does not match its hash; do not answer it");
+    throw new Error(t("the survey in this page does not match its hash; do not answer it"));
   }
   return { survey: pinned.survey, hash };
 }
 
-const OFFLINE =
-  "Offline: answering with the survey saved in this page. Answers wait on this device and " +
-  "are sent when it is back online.";
+/** Marks a text for extraction where it is defined; t() or say() translates it where used. */
+const N_ = (msgid) => msgid;
+
+const OFFLINE = N_(
+  "Offline: answering with the survey saved in this page. Answers wait on this device and are sent when it is back online.",
+);
 
 /** Say whether the device is offline (a message of its own, cleared when back online). */
 function showNetwork() {
   if (!navigator.onLine) say(OFFLINE);
-  else if (statusLine.textContent === OFFLINE) say("");
+  else if (lastSaid?.msgid === OFFLINE) say("");
 }
 
 /** The survey to answer: the pinned one, once the aggregator publishes the same (online), or
@@ -173,24 +515,18 @@ async function surveyToAnswer() {
   }
   if (pinned && published.hash !== pinned.hash) {
     throw new Error(
-      `the aggregator now publishes another version of this survey (hash ${published.hash.slice(0, 12)}…, ` +
-        `this page has ${pinned.hash.slice(0, 12)}…). Nothing was sent: get the current page`,
+      t(
+        "the aggregator now publishes another version of this survey (hash {published}…, this page has {pinned}…). Nothing was sent: get the current page",
+        { published: published.hash.slice(0, 12), pinned: pinned.hash.slice(0, 12) },
+      ),
     );
   }
   return pinned || published;
 }
 
-function showSharedMode(survey) {
+function showSharedMode() {
   const note = document.querySelector("[data-shared-note]");
-  if (note) {
-    if (!note.textContent.trim()) {
-      note.textContent =
-        "This device is shared: each submission is a new respondent, with a fresh key. The " +
-        "epsilon ledger of this browser does not apply; the survey's epsilon is " +
-        `${Number(survey.epsilon.toPrecision(4))}.`;
-    }
-    note.hidden = false;
-  }
+  if (note) note.hidden = false;
   const spent = document.getElementById("spent")?.closest("p");
   if (spent) spent.hidden = true;
   const invitation = form.querySelector("[data-invitation]");
@@ -214,22 +550,80 @@ function showThanks() {
   thanks.querySelector("[data-next]")?.focus();
 }
 
-function nextRespondent() {
+function nextRespondent(survey) {
   form.reset();
+  showArms(survey);
+  updateAsked(survey);
   say("");
   document.querySelector("[data-thanks]").hidden = true;
   form.hidden = false;
   form.querySelector("button[type=submit]").disabled = false;
   window.scrollTo(0, 0);
-  form.querySelector("input:not([type=hidden])")?.focus();
+  form.querySelector("input:not([type=hidden]):not(:disabled)")?.focus();
+}
+
+/** The survey document as the page carries it (for its languages before it is checked: the
+ * texts shown are the page's own either way), or null. */
+function carriedSurvey() {
+  try {
+    return JSON.parse(document.getElementById("pinned-survey")?.textContent || "null")?.survey;
+  } catch {
+    return null;
+  }
+}
+
+/** Show the page in its language (?lang, the browser's, the survey's default) and let the
+ * switcher change it. */
+function startLanguages(survey) {
+  if (!survey?.questions) return;
+  currentSurvey = survey;
+  applyLanguage(survey, pickLanguage(survey));
+  const switcher = document.querySelector("[data-lang-switcher]");
+  switcher?.addEventListener("change", () => {
+    const chosen = matchLanguage(surveyLanguages(currentSurvey), switcher.value);
+    if (chosen) applyLanguage(currentSurvey, chosen);
+  });
+}
+
+/** Why this page refuses a survey that repeats questions across waves (docs/surveys.md#waves),
+ * or null: their permanent answers are kept on the respondent's own device (memo.js), which a
+ * shared device cannot do for each of its respondents. */
+function refuseRepeated(survey) {
+  if (!survey.questions.some((question) => question.longitudinal)) return null;
+  if (shared) {
+    return "it repeats questions across waves, which needs each respondent's own device to remember their permanent answers; it cannot be answered on a shared device. Nothing was sent.";
+  }
+  return null;
+}
+
+/** Under each question asked in waves, both of its epsilons, before the respondent answers:
+ * one report's and every wave's together (charged once per true answer). */
+function showWaves(survey) {
+  for (const question of survey.questions) {
+    if (!isLongitudinal(question)) continue;
+    const item = form.querySelector(`[data-item="${CSS.escape(question.id)}"]`);
+    if (!item) continue;
+    let note = item.querySelector("[data-waves-note]");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "plain waves-note";
+      note.dataset.wavesNote = "";
+      (item.querySelector("fieldset") || item).append(note);
+    }
+    const { epsilon_perm: perm, epsilon_1: one } = question.longitudinal;
+    note.textContent = t(
+      "Asked again in later waves: one report reveals at most epsilon {one}; every wave together at most {perm} for each true answer, charged once on this browser (again if your answer changes).",
+      { one, perm },
+    );
+  }
 }
 
 async function start() {
+  startLanguages(carriedSurvey());
   if (!(await supported())) {
     say(
-      "This browser cannot answer this survey safely: it lacks Ed25519 signatures in WebCrypto " +
-        "or IndexedDB storage. Nothing was sent. Use a current browser, or the deniable " +
-        "command-line tool.",
+      "This browser cannot answer this survey safely: it lacks Ed25519 signatures in WebCrypto or IndexedDB storage. Nothing was sent. Use a current browser, or the deniable command-line tool.",
+      {},
       { error: true },
     );
     form.querySelector("button[type=submit]").disabled = true;
@@ -240,10 +634,29 @@ async function start() {
   try {
     chosen = await surveyToAnswer();
   } catch (error) {
-    say(`This survey cannot be answered now: ${error.message}`, { error: true });
+    say("This survey cannot be answered now: {reason}", { reason: error.message }, { error: true });
     return;
   }
   const { survey, hash } = chosen;
+  const repeated = refuseRepeated(survey);
+  if (repeated) {
+    say("This survey cannot be answered now: {reason}", { reason: repeated }, { error: true });
+    form.querySelector("button[type=submit]").disabled = true;
+    return;
+  }
+  if (survey !== currentSurvey) {
+    currentSurvey = survey;
+    applyLanguage(survey, language);
+  }
+  showArms(survey);
+  showWaves(survey);
+  let asked = updateAsked(survey);
+  form.addEventListener("input", () => {
+    asked = updateAsked(survey);
+  });
+  form.addEventListener("change", () => {
+    asked = updateAsked(survey);
+  });
   showNetwork();
   window.addEventListener("offline", showNetwork);
   window.addEventListener("online", showNetwork);
@@ -254,15 +667,20 @@ async function start() {
   await showCounts();
   const button = form.querySelector("button[type=submit]");
   if (shared) {
-    showSharedMode(survey);
-    document.querySelector("[data-next]")?.addEventListener("click", nextRespondent);
+    showSharedMode();
+    document
+      .querySelector("[data-next]")
+      ?.addEventListener("click", () => nextRespondent(survey));
   } else {
     hideTypedInvitation();
     const spent = await showSpent();
-    if (spent + survey.epsilon > cap + 1e-9 && !entry) {
+    // The questions asked whatever the answers; one asked in waves may cost nothing (memo.js).
+    const once = asked.filter((id) => !isLongitudinal(survey.questions.find((q) => q.id === id)));
+    const least = reportEpsilon(survey, once, arms);
+    if (spent + least > cap + 1e-9 && !entry) {
       say(
-        `Answering would bring the epsilon spent on this browser to ${(spent + survey.epsilon).toFixed(2)}, ` +
-          `over its cap of ${cap}: nothing will be sent.`,
+        "Answering would bring the epsilon spent on this browser to {total}, over its cap of {cap}: nothing will be sent.",
+        { total: (spent + least).toFixed(2), cap },
         { error: true },
       );
       return;
@@ -275,19 +693,26 @@ async function start() {
     say("");
     try {
       say("Randomizing and sending…");
+      asked = updateAsked(survey);
       if (shared) {
         // The true answers live only in this call: read, randomized and signed, then the form
         // is cleared; the page keeps no reference to them, nor to the noisy report.
-        const sent = answerShared(server, survey, hash, truthFromForm(survey), {
+        const sent = answerShared(server, survey, hash, truthFromForm(survey, asked), {
           invitation: invitationCode(),
+          asked,
+          arms,
         });
         await sent;
+        say("");
         showNetwork();
         showThanks();
       } else {
-        const done = await answer(server, survey, hash, truthFromForm(survey), {
+        const done = await answer(server, survey, hash, truthFromForm(survey, asked), {
           cap,
           invitation: invitationCode(),
+          asked,
+          arms,
+          memo,
         });
         say("");
         showReceipt(survey, done);
@@ -297,7 +722,7 @@ async function start() {
       await showCounts();
       await scheduleRetry(survey);
     } catch (error) {
-      say(error.message, { error: true });
+      sayText(error.message, { error: true });
       button.disabled = false;
     }
   });

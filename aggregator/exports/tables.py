@@ -1,0 +1,323 @@
+"""answers.csv, Stata .dta and SPSS .sav exports of a survey's reports (docs/analysis.md,
+"Exports for R, Stata and SPSS"): the rows, their labels and notes, and the service functions
+`answers_csv` (streamed) and `stat_file` (built in memory, so refused above MAX_EXPORT_CELLS).
+A question a report skipped (skip logic) is a missing value."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import struct
+import tempfile
+import textwrap
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from deniable.aggregator import access, audit
+from deniable.aggregator.access import Principal
+from deniable.aggregator.exports.rscript import design_of
+from deniable.aggregator.ingest import SurveyCache
+from deniable.aggregator.refusals import ActionError
+from deniable.aggregator.stats.csvsafe import write_csv
+from deniable.aggregator.store import Store, SurveyRecord
+from deniable.aggregator.store.pool import StoreProvider
+from deniable.shared.canonical import canonical_json, parse_json
+from deniable.shared.sketches import Sketch
+from deniable.shared.survey import Survey
+
+#: Reports x columns a .dta or .sav export may hold (it is built in memory: about 80 MB of
+#: numbers at the limit); above it the export is refused, and answers.csv (streamed) is the way.
+MAX_EXPORT_CELLS = 5_000_000
+#: The export formats of `deniable-aggregator export --format`.
+FORMATS = ("csv", "dta", "sav", "r")
+#: Stata's longest variable name and label, and SPSS's longest value label in UTF-8 bytes.
+STATA_NAME, STATA_LABEL, SPSS_VALUE_LABEL = 32, 80, 120
+
+StatFormat = Literal["dta", "sav"]
+#: The start of a Stata format 118/119 file, up to its byte order (LSF or MSF).
+_DTA_HEAD = re.compile(rb"<stata_dta><header><release>11[89]</release><byteorder>(LSF|MSF)<")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One question's column in a .dta/.sav file: its name there and what its cells hold."""
+
+    qid: str
+    name: str
+    label: str
+    #: Numbers (option indices, 0/1 or an integer) or text (a string of 0/1, one per option).
+    text: bool
+    #: Option index -> label, for answers that are an option index.
+    values: dict[int, str] | None
+
+
+# -- the rows -------------------------------------------------------------------------------------
+def _answers(body: str) -> dict[str, Any]:
+    """A stored report's answers (stored reports were checked when they arrived)."""
+    answers = parse_json(body).get("answers")
+    return answers if isinstance(answers, dict) else {}
+
+
+def csv_text(answer: Any) -> str:
+    """A wire answer as answers.csv writes it: a number, a string of 0/1, a sketch answer as
+    JSON; a skipped question is empty (write_csv quotes and defuses it)."""
+    if answer is None:
+        return ""
+    if isinstance(answer, list):
+        return canonical_json(answer).decode("utf-8")
+    return str(answer)
+
+
+def answers_csv(stores: StoreProvider, survey_id: str, *, who: Principal) -> Iterator[str]:
+    """answers.csv, streamed: a header of question ids, then one line per report in arrival
+    order. The rule is checked and the export logged now; the lines are read later from a
+    store of their own (memory flat in the number of reports)."""
+    with stores.borrowed() as store:
+        record = access.authorize(store, who, survey_id, "export")
+        audit.record(store, who, survey_id, "answers.csv")
+    qids = list(Survey.from_dict(record.resolved).questions)
+
+    def lines() -> Iterator[str]:
+        yield write_csv(qids, ())  # the header alone
+        with stores.borrowed() as store:
+            for body in store.iter_report_bodies(survey_id):
+                answers = _answers(body)
+                yield write_csv([csv_text(answers.get(qid)) for qid in qids], ())
+
+    return lines()
+
+
+# -- Stata and SPSS -------------------------------------------------------------------------------
+#: Names neither Stata nor SPSS takes for a variable (compared without case).
+_RESERVED = frozenset(
+    "all and by eq ge gt le lt ne not or to with _all _b byte _coef _cons double float if in "
+    "int long _n _pi _pred _rc _skip strl using".split()
+)
+
+
+def variable_names(qids: Sequence[str]) -> dict[str, str]:
+    """Question id -> a name Stata and SPSS both take: '-' becomes '_', a leading digit gets a
+    'q', at most 32 characters, reserved words and repeats get a suffix."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for qid in qids:
+        base = qid.replace("-", "_")
+        if not base[0].isalpha():
+            base = "q" + base
+        base = base[:STATA_NAME]
+        name, k = base, 1
+        while name.casefold() in taken or name.casefold() in _RESERVED or name.startswith("str"):
+            k += 1
+            suffix = f"_{k}"
+            name = base[: STATA_NAME - len(suffix)] + suffix
+        names[qid] = name
+        taken.add(name.casefold())
+    return names
+
+
+def _short(text: str, limit: int) -> str:
+    """Text cut to `limit` characters (with an ellipsis when cut) and on one line."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _bytes_short(text: str, limit: int) -> str:
+    """Text cut to `limit` UTF-8 bytes (SPSS counts bytes), on one line."""
+    line = _short(text, limit)
+    while len(line.encode("utf-8")) > limit:
+        line = line[:-2] + "…"
+    return line
+
+
+def columns(survey: Survey) -> tuple[list[Column], list[str]]:
+    """The columns of a .dta/.sav export, and the question ids left out (text questions:
+    their sketch answers are in answers.csv)."""
+    names = variable_names(list(survey.questions))
+    kept: list[Column] = []
+    left: list[str] = []
+    for qid, question in survey.questions.items():
+        if isinstance(question.randomizer, Sketch):
+            left.append(qid)
+            continue
+        text = bool(question.randomizer.bit_string)
+        values = None
+        if not text and question.low is None and question.options:
+            values = dict(enumerate(question.options))
+        label = _short(question.text, STATA_LABEL)
+        kept.append(Column(qid, names[qid], label, text, values))
+    return kept, left
+
+
+def notes(survey: Survey, cols: Sequence[Column], left: Sequence[str]) -> list[str]:
+    """The file's notes: the survey, each question's mechanism and probabilities, the names
+    that differ from the question ids and the questions left out."""
+    lines = [
+        f"deniable survey {survey.id}, survey hash {survey.hash}.",
+        "One row per report: the noisy answer of each randomized question, the plain answer "
+        "of each plain one; missing: the question was not asked (skip logic).",
+    ]
+    for col in cols:
+        question = survey.questions[col.qid]
+        where = col.qid if col.name == col.qid else f"{col.qid} (variable {col.name})"
+        if question.plain:
+            lines.append(f"{where}: plain (mechanism none), sent exactly as answered.")
+            continue
+        p_star = Fraction(question.randomizer.p_star)
+        q_star = Fraction(question.randomizer.q_star)
+        line = (
+            f"{where}: mechanism {question.mechanism}, epsilon {question.epsilon:.6g}, "
+            f"p* = {p_star}, q* = {q_star}"
+        )
+        if question.kind.rows == "yes":
+            design = design_of(question)
+            line += (
+                f"; rr::rrreg design forced-known with p = {design['p']}, p1 = {design['p1']}, "
+                f"p0 = {design['p0']}"
+            )
+        elif col.text:
+            line += "; character i is option i's noisy mark"
+        lines.append(line + ".")
+    for qid in left:
+        lines.append(f"{qid}: a text question, left out (its sketch answers are in answers.csv).")
+    return lines
+
+
+def _frame(cols: Sequence[Column], bodies: Iterator[str]) -> Any:
+    """The pandas DataFrame of the rows (numbers as floats with NaN for missing)."""
+    import pandas as pd
+
+    data: dict[str, list[Any]] = {col.name: [] for col in cols}
+    for body in bodies:
+        answers = _answers(body)
+        for col in cols:
+            answer = answers.get(col.qid)
+            if col.text:
+                data[col.name].append("" if answer is None else str(answer))
+            else:
+                data[col.name].append(math.nan if answer is None else float(answer))
+    return pd.DataFrame(
+        {
+            col.name: pd.Series(data[col.name], dtype=object if col.text else "float64")
+            for col in cols
+        }
+    )
+
+
+def _stata_notes(path: str, lines: Sequence[str]) -> None:
+    """Write `lines` as the .dta file's notes (`notes` in Stata: the characteristics
+    _dta[note0] = their number and _dta[note1..]), which pyreadstat does not write: the
+    characteristics section of format 118/119 is filled in and the map's offsets after it
+    moved by as many bytes."""
+    with open(path, "rb") as handle:
+        blob = handle.read()
+    head = _DTA_HEAD.match(blob)
+    if head is None:
+        raise ValueError("unexpected .dta layout: not a format 118/119 header")
+    order = "<" if head.group(1) == b"LSF" else ">"
+    # The map is the `<map>` whose second entry is its own offset: the file label (the
+    # survey's title) comes before it and may spell "<map>" too.
+    at_map = -1
+    for found in re.finditer(rb"<map>", blob):
+        entries = blob[found.end() : found.end() + 16]
+        if len(entries) == 16 and struct.unpack(f"{order}2Q", entries)[1] == found.start():
+            at_map = found.end()
+            break
+    if at_map < 0:
+        raise ValueError("unexpected .dta layout: no map")
+    offsets = list(struct.unpack(f"{order}14Q", blob[at_map : at_map + 112]))
+    start = offsets[8]
+    if blob[start : start + 17] != b"<characteristics>":
+        raise ValueError("unexpected .dta layout: no characteristics where the map says")
+
+    def entry(name: str, text: str) -> bytes:
+        body = b"_dta".ljust(129, b"\0") + name.encode().ljust(129, b"\0")
+        body += text.encode("utf-8") + b"\0"
+        return b"<ch>" + struct.pack(f"{order}I", len(body)) + body + b"</ch>"
+
+    added = entry("note0", str(len(lines))) + b"".join(
+        entry(f"note{i}", line) for i, line in enumerate(lines, start=1)
+    )
+    offsets = [o + len(added) if o > start else o for o in offsets]
+    at = start + 17
+    blob = (
+        blob[:at_map]
+        + struct.pack(f"{order}14Q", *offsets)
+        + blob[at_map + 112 : at]
+        + added
+        + blob[at:]
+    )
+    with open(path, "wb") as handle:
+        handle.write(blob)
+
+
+def write_stat_file(survey: Survey, bodies: Iterator[str], fmt: StatFormat, path: str) -> None:
+    """Write the reports' rows to `path` as .dta or .sav with labels and notes (pure: no
+    store, no access check)."""
+    import pyreadstat
+
+    cols, left = columns(survey)
+    frame = _frame(cols, bodies)
+    lines = notes(survey, cols, left)
+    labels = {col.name: col.label for col in cols}
+    title = _short(survey.title, STATA_LABEL)
+    if fmt == "dta":
+        values = {c.name: c.values for c in cols if c.values}
+        pyreadstat.write_dta(
+            frame, path, file_label=title, column_labels=labels, variable_value_labels=values
+        )
+        _stata_notes(path, lines)
+        return
+    values = {
+        c.name: {k: _bytes_short(v, SPSS_VALUE_LABEL) for k, v in c.values.items()}
+        for c in cols
+        if c.values
+    }
+    wrapped = [part for line in lines for part in textwrap.wrap(line, 80)]
+    pyreadstat.write_sav(
+        frame,
+        path,
+        file_label=_bytes_short(survey.title, 64),
+        column_labels=labels,
+        variable_value_labels=values,
+        note=wrapped,
+    )
+
+
+def stat_file(
+    store: Store,
+    survey_id: str,
+    fmt: StatFormat,
+    *,
+    who: Principal,
+    cache: SurveyCache | None = None,
+    max_cells: int = MAX_EXPORT_CELLS,
+) -> bytes:
+    """The survey's rows as a Stata .dta or SPSS .sav file. ActionError too-large (checked
+    before any row is read) when reports x columns exceed `max_cells`: answers.csv streams."""
+    record = access.authorize(store, who, survey_id, "export")
+    survey = _survey(record, cache)
+    reports, _ = store.tallies(survey_id)
+    width = max(1, len(columns(survey)[0]))
+    if reports * width > max_cells:
+        raise ActionError(
+            "too-large",
+            f"export.{fmt}: {reports:,} reports x {width} columns is over {max_cells:,} cells; "
+            "download answers.csv instead (streamed, no limit)",
+        )
+    handle, path = tempfile.mkstemp(suffix=f".{fmt}")
+    os.close(handle)
+    try:
+        write_stat_file(survey, store.iter_report_bodies(survey_id), fmt, path)
+        with open(path, "rb") as out:
+            data = out.read()
+    finally:
+        os.unlink(path)
+    audit.record(store, who, survey_id, f"export.{fmt}")
+    return data
+
+
+def _survey(record: SurveyRecord, cache: SurveyCache | None) -> Survey:
+    return cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)

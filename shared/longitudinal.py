@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
-from itertools import product
 from typing import Any, ClassVar
 
 from deniable.shared.errors import SurveyError
@@ -42,9 +41,13 @@ from deniable.shared.mechanisms import (
     PLAIN,
     Encoded,
     Mechanism,
-    ones_at,
+    _BitString,
+    _OptionIndex,
+    grr_draw,
+    unary_draw,
+    unary_probability,
 )
-from deniable.shared.probability import Coin, percent, round_down, round_up, uniform_index
+from deniable.shared.probability import Coin, percent, round_down, round_up
 
 #: A memo: the permanent response kept in the ledger, in the wire encoding of the question
 #: (an option index for L-GRR, a string of k '0'/'1' for L-OSUE). Never the true value.
@@ -250,7 +253,7 @@ class Longitudinal(Mechanism):
         )
 
 
-class LGRR(Longitudinal):
+class LGRR(Longitudinal, _OptionIndex):
     """L-GRR: GRR at epsilon_perm memoized, then GRR again each wave. For a binary question
     (k = 2, report 0 = no, 1 = yes) it is memoized Warner randomized response.
 
@@ -292,28 +295,10 @@ class LGRR(Longitudinal):
         self._first = Coin(self.p1)
 
     def _permanent(self, index: int) -> Memo:
-        return self._grr(index, self._first)
+        return grr_draw(self._first, index, self.k)
 
     def _instantaneous(self, memo: Memo) -> Encoded:
-        return self._grr(int(memo), self._keep)
-
-    def _grr(self, index: int, keep: Coin) -> int:
-        if keep.flip():
-            return index
-        other = uniform_index(self.k - 1)
-        return other if other < index else other + 1
-
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not int or not 0 <= encoded < self.k:
-            shown = "0 or 1" if self.binary else f"an option index from 0 to {self.k - 1}"
-            raise ValueError(f"expected {shown}, got {encoded!r}")
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return (int(encoded),)
-
-    def outputs(self) -> Iterator[Encoded]:
-        yield from range(self.k)
+        return grr_draw(self._keep, int(memo), self.k)
 
     def memo_probability(self, memo: Memo, index: int) -> Fraction:
         return self.p1 if memo == index else self.q1
@@ -339,7 +324,7 @@ class LGRR(Longitudinal):
         )
 
 
-class LOSUE(Longitudinal):
+class LOSUE(Longitudinal, _BitString):
     """L-OSUE: optimized unary encoding at epsilon_perm memoized, then symmetric unary encoding
     each wave (every bit kept with p2, flipped with q2 = 1 - p2). Per bit:
 
@@ -382,9 +367,7 @@ class LOSUE(Longitudinal):
         return (p * (1 - q)) / ((1 - p) * q)
 
     def _permanent(self, index: int) -> Memo:
-        bits = self._other.bit_string(self.k)
-        own = "1" if self._own.flip() else "0"
-        return bits[:index] + own + bits[index + 1 :]
+        return unary_draw(self._own, self._other, index, self.k)
 
     def _instantaneous(self, memo: Memo) -> Encoded:
         kept = self._keep.bit_string(self.k)
@@ -393,26 +376,8 @@ class LOSUE(Longitudinal):
             for m, c in zip(str(memo), kept, strict=True)
         )
 
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not str or len(encoded) != self.k or encoded.strip("01") != "":
-            raise ValueError(
-                f"expected a string of {self.k} characters '0' or '1', got {encoded!r}"
-            )
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return ones_at(str(encoded))
-
-    def outputs(self) -> Iterator[Encoded]:
-        for bits in product("01", repeat=self.k):
-            yield "".join(bits)
-
     def memo_probability(self, memo: Memo, index: int) -> Fraction:
-        prob = Fraction(1)
-        for i, c in enumerate(str(memo)):
-            one = self.p1 if i == index else self.q1
-            prob *= one if c == "1" else 1 - one
-        return prob
+        return unary_probability(memo, index, self.p1, self.q1)
 
     def report_probability(self, encoded: Encoded, memo: Memo) -> Fraction:
         prob = Fraction(1)
@@ -422,12 +387,7 @@ class LOSUE(Longitudinal):
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         # The bits are independent through both rounds: per bit, p* (own) or q* (any other).
-        prob = Fraction(1)
-        p, q = self.p_star, self.q_star
-        for i, c in enumerate(str(encoded)):
-            one = p if i == index else q
-            prob *= one if c == "1" else 1 - one
-        return prob
+        return unary_probability(encoded, index, self.p_star, self.q_star)
 
     def describe(self) -> str:
         return (

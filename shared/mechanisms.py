@@ -321,7 +321,31 @@ class Coins(_BinaryMechanism):
         return 1 if self._yes.flip() else 0
 
 
-class GRR(Mechanism):
+def grr_draw(keep: Coin, index: int, k: int) -> int:
+    """GRR's draw: `index` if the `keep` coin comes up, else one of the k - 1 others uniformly."""
+    if keep.flip():
+        return index
+    other = uniform_index(k - 1)
+    return other if other < index else other + 1
+
+
+class _OptionIndex(Mechanism):
+    """An answer that is one option's index, 0 to k - 1 (grr, none, l-grr)."""
+
+    def validate(self, encoded: object) -> Encoded:
+        if type(encoded) is not int or not 0 <= encoded < self.k:
+            shown = "0 or 1" if self.binary else f"an option index from 0 to {self.k - 1}"
+            raise ValueError(f"expected {shown}, got {encoded!r}")
+        return encoded
+
+    def supports(self, encoded: Encoded) -> tuple[int, ...]:
+        return (int(encoded),)
+
+    def outputs(self) -> Iterator[Encoded]:
+        yield from range(self.k)
+
+
+class GRR(_OptionIndex):
     """Generalized randomized response: keep the true option with probability `keep`, else
     report a uniformly chosen *other* option. From epsilon, keep = e^eps / (e^eps + k - 1)."""
 
@@ -374,21 +398,7 @@ class GRR(Mechanism):
         return {"keep": self.keep}
 
     def randomize(self, index: int) -> Encoded:
-        if self._keep.flip():
-            return index
-        other = uniform_index(self.k - 1)
-        return other if other < index else other + 1
-
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not int or not 0 <= encoded < self.k:
-            raise ValueError(f"expected an option index from 0 to {self.k - 1}, got {encoded!r}")
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return (int(encoded),)
-
-    def outputs(self) -> Iterator[Encoded]:
-        yield from range(self.k)
+        return grr_draw(self._keep, index, self.k)
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         return self.p_star if encoded == index else self.q_star
@@ -404,6 +414,22 @@ def ones_at(bits: str, base: int = 0) -> tuple[int, ...]:
     return tuple(
         compress(range(base, base + len(bits)), bits.encode("ascii").translate(_BIT_BYTES))
     )
+
+
+def unary_draw(own: Coin, other: Coin, index: int, k: int) -> str:
+    """Unary encoding's draw: k bits from the `other` coin, bit `index` from the `own` one."""
+    bits = other.bit_string(k)
+    bit = "1" if own.flip() else "0"
+    return bits[:index] + bit + bits[index + 1 :]
+
+
+def unary_probability(encoded: Encoded, index: int, p: Fraction, q: Fraction) -> Fraction:
+    """P[bit string `encoded` | option `index`] when bit `index` is 1 with p, any other with q."""
+    prob = Fraction(1)
+    for i, c in enumerate(str(encoded)):
+        one = p if i == index else q
+        prob *= one if c == "1" else 1 - one
+    return prob
 
 
 class _BitString(Mechanism):
@@ -485,16 +511,10 @@ class OUE(_BitString):
         )
 
     def randomize(self, index: int) -> Encoded:
-        bits = self._q.bit_string(self.k)
-        own = "1" if self._p.flip() else "0"
-        return bits[:index] + own + bits[index + 1 :]
+        return unary_draw(self._p, self._q, index, self.k)
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
-        prob = Fraction(1)
-        for i, c in enumerate(str(encoded)):
-            one = self.p if i == index else self.q
-            prob *= one if c == "1" else 1 - one
-        return prob
+        return unary_probability(encoded, index, self.p, self.q)
 
 
 #: What every respondent interface says of a plain question before anything is sent.
@@ -532,7 +552,7 @@ class _SentAsAnswered:
         return "a plain question: answers are sent exactly as given, not randomized"
 
 
-class Plain(_SentAsAnswered, Mechanism):
+class Plain(_SentAsAnswered, _OptionIndex):
     """`none`: a plain question, sent exactly as answered (a covariate such as an age group).
 
     Nothing is randomized, so p* = 1, q* = 0 and the question has no epsilon: it protects
@@ -545,18 +565,6 @@ class Plain(_SentAsAnswered, Mechanism):
 
     def randomize(self, index: int) -> Encoded:
         return index
-
-    def validate(self, encoded: object) -> Encoded:
-        if type(encoded) is not int or not 0 <= encoded < self.k:
-            shown = "0 or 1" if self.binary else f"an option index from 0 to {self.k - 1}"
-            raise ValueError(f"expected {shown}, got {encoded!r}")
-        return encoded
-
-    def supports(self, encoded: Encoded) -> tuple[int, ...]:
-        return (int(encoded),)
-
-    def outputs(self) -> Iterator[Encoded]:
-        yield from range(self.k)
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         return Fraction(int(encoded == index))

@@ -382,7 +382,7 @@ def weighted_breakdown(
     verify: bool = True,
 ) -> Breakdown:
     """A breakdown whose groups are domains of the design (svyby(~z, ~by, design, svymean))."""
-    from deniable.aggregator.stats.joint import difference_test
+    from deniable.aggregator.stats.joint import groups_test
 
     z = z_value(confidence)
     chunks = _combos(survey, reports, (*weighting.questions, target.id, group.id), verify)
@@ -401,11 +401,7 @@ def weighted_breakdown(
         entry = weighted_entry(target, counts, n, found, z)
         entries.append(entry)
         groups.append({"group": label, "n": n, "options": entry["options"]})
-    test = None
-    if target.kind.compared is not None:
-        row, what = target.kind.compared
-        rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
-        test = difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
+    test = groups_test(target, groups)
     doc = {
         "survey": survey.id,
         "survey_hash": survey.hash,

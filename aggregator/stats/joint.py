@@ -102,6 +102,15 @@ def difference_test(
     }
 
 
+def groups_test(target: Question, groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The difference test of a breakdown's groups (those with n > 1), if `target` has one."""
+    if target.kind.compared is None:
+        return None
+    row, what = target.kind.compared
+    rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
+    return difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
+
+
 def breakdown(
     survey: Survey | Mapping[str, Any],
     reports: Iterable[Any] | str | bytes,
@@ -156,11 +165,7 @@ def breakdown(
         {"group": label, "n": n[g], "options": entries[g]["options"]}
         for g, label in enumerate(group.options)
     ]
-    test = None
-    if target.kind.compared is not None:
-        row, what = target.kind.compared
-        rows = [entry["options"][row] for entry in groups if entry["n"] > 1]
-        test = difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
+    test = groups_test(target, groups)
     doc = {
         "survey": resolved.id,
         "survey_hash": resolved.hash,

@@ -387,48 +387,10 @@ def _outcome_of(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[bool, in
         if label is not None:
             raise AnalysisError(f"formula: {qid!r} is a number and has no option {label!r}")
         return True, None
-    if question.kind.not_an_outcome is not None:
-        raise AnalysisError(f"formula: the outcome {qid!r} {question.kind.not_an_outcome}")
-    if label is None:
-        if question.kind.outcome_row is None:
-            raise AnalysisError(
-                f"formula: the outcome {qid!r} is plain and has several options; name one as "
-                f"the outcome, e.g. {qid}[{question.options[1]}]"
-            )
-        return False, question.kind.outcome_row
-    if label not in question.options:
-        raise AnalysisError(
-            f"formula: {qid!r} has no option {label!r}; its options: {', '.join(question.options)}"
-        )
-    return False, question.options.index(label)
+    from deniable.aggregator.stats.regress import outcome_option
 
-
-def _rows(
-    terms: list[str], estimates: np.ndarray, errors: np.ndarray | None, z: float
-) -> list[dict[str, Any]]:
-    rows = []
-    for i, term in enumerate(terms):
-        row: dict[str, Any] = {
-            "term": term,
-            "estimate": None,
-            "stderr": None,
-            "z": None,
-            "p_value": None,
-            "ci_low": None,
-            "ci_high": None,
-        }
-        if errors is not None:
-            estimate, stderr = float(estimates[i]), float(errors[i])
-            row.update(
-                estimate=estimate,
-                stderr=stderr,
-                z=estimate / stderr,
-                p_value=math.erfc(abs(estimate / stderr) / math.sqrt(2.0)),
-                ci_low=estimate - z * stderr,
-                ci_high=estimate + z * stderr,
-            )
-        rows.append(row)
-    return rows
+    several = f"the outcome {qid!r} is plain and has several options"
+    return False, outcome_option(question, qid, label, several)
 
 
 def regress_predictor(
@@ -443,7 +405,12 @@ def regress_predictor(
 ) -> RegressionResults:
     """Fit `outcome ~ covariates + predictor` with the randomized `predictor` (regress routes a
     formula here when its outcome is plain and one of its terms is a randomized yes/no)."""
-    from deniable.aggregator.stats.regress import _check_size, _covariates, _frame
+    from deniable.aggregator.stats.regress import (
+        _check_size,
+        _covariates,
+        _frame,
+        coefficient_rows,
+    )
 
     z = z_value(confidence)
     _check_predictor(survey, parsed, predictor)
@@ -545,11 +512,11 @@ def regress_predictor(
         "converged": result["converged"],
         "iterations": result["iterations"],
         "log_likelihood": result["log_likelihood"],
-        "coefficients": _rows(
+        "coefficients": coefficient_rows(
             terms, theta[kx : kx + kt], None if errors is None else errors[kx : kx + kt], z
         ),
         "predictor_model": {
-            "coefficients": _rows(
+            "coefficients": coefficient_rows(
                 [terms[j] for j in keep], theta[:kx], None if errors is None else errors[:kx], z
             )
         },

@@ -36,7 +36,7 @@ from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.joint import UnknownQuestion, skipped_field
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
 from deniable.aggregator.stats.results import RegressionResults
-from deniable.shared import Survey
+from deniable.shared import Question, Survey
 from deniable.shared.ballot import DIRECT
 
 #: Gradient norm of the average log-likelihood at which the fit has converged.
@@ -60,20 +60,55 @@ def _outcome(survey: Survey, parsed: grammar.ParsedFormula) -> tuple[str, int]:
             f"formula: the outcome {qid!r} is plain (sent as answered); the outcome must be a "
             "randomized question, or a plain one with a randomized yes/no question among the terms"
         )
+    return qid, outcome_option(question, qid, label, f"{qid!r} has several options")
+
+
+def outcome_option(question: Question, qid: str, label: str | None, several: str) -> int:
+    """The option index of outcome `qid[label]` (its own row when `label` is None); `several`
+    says, in the refusal, that an unnamed outcome has several options."""
     if question.kind.not_an_outcome is not None:
         raise AnalysisError(f"formula: the outcome {qid!r} {question.kind.not_an_outcome}")
     if label is None:
         if question.kind.outcome_row is None:
             raise AnalysisError(
-                f"formula: {qid!r} has several options; name one as the outcome, e.g. "
-                f"{qid}[{question.options[1]}]"
+                f"formula: {several}; name one as the outcome, e.g. {qid}[{question.options[1]}]"
             )
-        return qid, question.kind.outcome_row
+        return question.kind.outcome_row
     if label not in question.options:
         raise AnalysisError(
             f"formula: {qid!r} has no option {label!r}; its options: {', '.join(question.options)}"
         )
-    return qid, question.options.index(label)
+    return question.options.index(label)
+
+
+def coefficient_rows(
+    terms: list[str], estimates: np.ndarray, errors: np.ndarray | None, z: float
+) -> list[dict[str, Any]]:
+    """A row per term: estimate, standard error, Wald z, two-sided p and interval (None without
+    `errors`)."""
+    rows = []
+    for i, term in enumerate(terms):
+        row: dict[str, Any] = {
+            "term": term,
+            "estimate": None,
+            "stderr": None,
+            "z": None,
+            "p_value": None,
+            "ci_low": None,
+            "ci_high": None,
+        }
+        if errors is not None:
+            estimate, stderr = float(estimates[i]), float(errors[i])
+            row.update(
+                estimate=estimate,
+                stderr=stderr,
+                z=estimate / stderr,
+                p_value=math.erfc(abs(estimate / stderr) / math.sqrt(2.0)),
+                ci_low=estimate - z * stderr,
+                ci_high=estimate + z * stderr,
+            )
+        rows.append(row)
+    return rows
 
 
 #: The suffix of a split-ballot question's arm as a covariate (`cheated_arm`).
@@ -380,29 +415,11 @@ def regress(
     zeros = np.array([counts[(key, 0)] for key in keys], dtype=np.float64)
     direct = np.array([key[-1] for key in keys], dtype=bool)  # the outcome asked directly
     result = fit(x, ones, zeros, np.where(direct, 1.0, p), np.where(direct, 0.0, q))
-    coefficients = []
-    for i, term in enumerate(terms):
-        row: dict[str, Any] = {
-            "term": term,
-            "estimate": None,
-            "stderr": None,
-            "z": None,
-            "p_value": None,
-            "ci_low": None,
-            "ci_high": None,
-        }
-        if result["converged"]:
-            estimate = float(result["beta"][i])
-            stderr = math.sqrt(float(result["covariance"][i, i]))
-            row.update(
-                estimate=estimate,
-                stderr=stderr,
-                z=estimate / stderr,
-                p_value=math.erfc(abs(estimate / stderr) / math.sqrt(2.0)),
-                ci_low=estimate - z * stderr,
-                ci_high=estimate + z * stderr,
-            )
-        coefficients.append(row)
+    errors = None
+    if result["converged"]:
+        covariance = result["covariance"]
+        errors = np.array([math.sqrt(float(covariance[i, i])) for i in range(len(terms))])
+    coefficients = coefficient_rows(terms, result["beta"], errors, z)
     doc: dict[str, Any] = {
         "survey": resolved.id,
         "survey_hash": resolved.hash,

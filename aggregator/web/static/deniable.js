@@ -616,24 +616,27 @@ export async function signedReport(survey, hash, answers, key, { reportId, now, 
 
 const DB_NAME = "deniable";
 
-function request(req) {
+/** An IndexedDB request as a promise of its result. */
+export function request(req) {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
   });
 }
 
-function openLedger() {
-  const req = indexedDB.open(DB_NAME, 1);
+/** Opens IndexedDB database `dbName` (version 1), creating its object `stores` on first use. */
+function openDatabase(dbName, stores) {
+  const req = indexedDB.open(dbName, 1);
   req.onupgradeneeded = () => {
-    req.result.createObjectStore("keys");
-    req.result.createObjectStore("reports");
+    for (const store of stores) req.result.createObjectStore(store);
   };
   return request(req);
 }
 
-async function withStore(name, mode, work) {
-  const db = await openLedger();
+/** Runs `work` on object store `name` of database `dbName` in one transaction; resolves once
+ * it completes, and closes the database. */
+export async function withObjectStore(dbName, stores, name, mode, work) {
+  const db = await openDatabase(dbName, stores);
   try {
     const tx = db.transaction(name, mode);
     const done = new Promise((resolve, reject) => {
@@ -648,6 +651,9 @@ async function withStore(name, mode, work) {
     db.close();
   }
 }
+
+const withStore = (name, mode, work) =>
+  withObjectStore(DB_NAME, ["keys", "reports"], name, mode, work);
 
 /** The ledger's key of a survey on a server: one key pair and one report per pair. */
 export function ledgerKey(server, surveyId) {

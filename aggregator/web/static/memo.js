@@ -12,45 +12,20 @@ import {
   instantaneousResponse,
   isLongitudinal,
   permanentResponse,
+  request,
   trueIndex,
   validMemo,
+  withObjectStore,
 } from "./deniable.js";
 
 const DB_NAME = "deniable-memo";
 
-function request(req) {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
-
-function openMemo() {
-  const req = indexedDB.open(DB_NAME, 1);
-  req.onupgradeneeded = () => {
-    req.result.createObjectStore("secret");
-    req.result.createObjectStore("memo");
-  };
-  return request(req);
-}
-
 async function withStore(name, mode, work) {
-  const db = await openMemo();
   try {
-    const tx = db.transaction(name, mode);
-    const done = new Promise((resolve, reject) => {
-      tx.oncomplete = resolve;
-      tx.onerror = () => reject(tx.error);
-      tx.onabort = () => reject(tx.error);
-    });
-    const result = await work(tx.objectStore(name));
-    await done;
-    return result;
+    return await withObjectStore(DB_NAME, ["secret", "memo"], name, mode, work);
   } catch (error) {
     if (error?.name === "ConstraintError") return undefined; // `add` lost a race: read again
     throw error;
-  } finally {
-    db.close();
   }
 }
 

@@ -16,6 +16,7 @@ words are is declared in babel.cfg (Python `_()`, `N_()`, `ngettext()`; the page
 from __future__ import annotations
 
 import contextlib
+import gettext
 import io
 import re
 import sys
@@ -224,6 +225,24 @@ def mo_bytes(lang: str) -> bytes:
     return out.getvalue()
 
 
+_GENERATED_BY = re.compile(r"^Generated-By: .*$\n?", re.MULTILINE)
+
+
+def mo_messages(data: bytes) -> dict[Any, str]:
+    """A compiled catalog's messages, its header without the Babel version that wrote it (so a
+    .mo compiled by another Babel release with the same texts compares equal)."""
+    messages = dict(gettext.GNUTranslations(io.BytesIO(data))._catalog)  # type: ignore[attr-defined]
+    if "" in messages:
+        messages[""] = _GENERATED_BY.sub("", messages[""])
+    return messages
+
+
+def mo_is_current(lang: str) -> bool:
+    """Whether the committed .mo holds what compiling the .po gives."""
+    mo = po_path(lang).with_suffix(".mo")
+    return mo.exists() and mo_messages(mo.read_bytes()) == mo_messages(mo_bytes(lang))
+
+
 def compile_all(langs: Iterable[str] | None = None) -> list[str]:
     """Compile each catalog's .po into the .mo the product reads."""
     done = []
@@ -257,8 +276,7 @@ def problems() -> list[str]:
                 continue
             found += [f"{where}: {problem}" for problem in message_problems(message)]
             found += [f"{where}: {message.id!r}: {err}" for err in message.check(catalog)]
-        mo = po_path(lang).with_suffix(".mo")
-        if not mo.exists() or mo.read_bytes() != mo_bytes(lang):
+        if not mo_is_current(lang):
             found.append(f"{where}: its .mo is not what it compiles to: run `make i18n-compile`")
     return found
 

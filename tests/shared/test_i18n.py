@@ -71,8 +71,12 @@ def test_every_msgid_is_translated_with_the_same_placeholders(lang: str) -> None
 
 @pytest.mark.parametrize("lang", SHIPPED)
 def test_the_committed_mo_is_what_the_po_compiles_to(lang: str) -> None:
+    assert script.mo_is_current(lang), "run `make i18n-compile`"
+    # The comparison is by content: another Babel release writes its own version in the
+    # header, nothing else.
     mo = script.po_path(lang).with_suffix(".mo")
-    assert mo.read_bytes() == script.mo_bytes(lang), "run `make i18n-compile`"
+    header = script.mo_messages(mo.read_bytes())[""]
+    assert "Generated-By" not in header and f"Language: {lang}" in header
 
 
 def test_check_reports_nothing_on_the_committed_catalogs() -> None:

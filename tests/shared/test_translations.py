@@ -85,9 +85,13 @@ def refusal(document: dict[str, Any]) -> str:
 
 
 def test_the_language_table_is_babels() -> None:
-    localedata = pytest.importorskip("babel.localedata")
+    # Taken from Babel 2.18 (python -m deniable.shared.languages rewrites it); later releases
+    # only add languages, so every tag we know must still be one of Babel's.
+    from babel import localedata
+
     primaries = {tag.split("_")[0] for tag in localedata.locale_identifiers()} - {"root"}
-    assert primaries == KNOWN_LANGUAGES
+    assert KNOWN_LANGUAGES <= primaries
+    assert len(KNOWN_LANGUAGES) >= 300
 
 
 def test_a_multilingual_survey_resolves_and_keeps_its_hash() -> None:

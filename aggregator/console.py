@@ -1,20 +1,50 @@
-"""The `deniable-aggregator` entry point: one clear line when the aggregator's extras are not
-installed (a client-only `pip install deniable` still puts the command on the PATH)."""
+"""The `deniable-aggregator` entry point: one clear line naming what is missing when the
+aggregator's extras are not installed (a client-only `pip install deniable` still puts the
+command on the PATH); any other import error surfaces as itself."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
+from importlib import metadata
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def missing_requirements(extra: str = "aggregator") -> list[str]:
+    """The distributions an extra of deniable requires that are not installed, read from the
+    installed package's own metadata (pyproject.toml is the one list); [] when all are there or
+    deniable's metadata cannot be read (then nothing can be said of the extras)."""
+    try:
+        required = metadata.requires("deniable") or []
+    except metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in required:
+        name, marker = _NAME.match(requirement), _EXTRA.search(requirement)
+        if name is None or marker is None or marker.group(1) != extra:
+            continue
+        if name.group(0).lower() == "deniable":  # another extra of ours, e.g. deploy's
+            continue
+        try:
+            metadata.distribution(name.group(0))
+        except metadata.PackageNotFoundError:
+            missing.append(name.group(0))
+    return missing
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the operator CLI, or say which install it needs."""
     try:
         from deniable.aggregator.cli.core import main as cli_main
-    except ImportError as exc:
-        missing = exc.name or "a dependency"
+    except ImportError:
+        missing = missing_requirements()
+        if not missing:
+            raise  # not a missing extra: the real error, as itself
         sys.stderr.write(
-            f"error: the aggregator needs its extras ({missing} is not installed): "
+            f"error: the aggregator needs its extras ({', '.join(missing)} not installed): "
             "pip install 'deniable[aggregator]'\n"
         )
         raise SystemExit(1) from None

@@ -139,7 +139,7 @@ class SurveyCache:
             if found is not None:
                 self._surveys.move_to_end(record.hash)
                 return found
-        survey = Survey.from_dict(record.resolved)
+        survey = Survey.from_stored(record.resolved)
         with self._lock:
             self._surveys[record.hash] = survey
             while len(self._surveys) > self._size:

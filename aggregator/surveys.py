@@ -71,7 +71,7 @@ def language_notices(record: SurveyRecord) -> list[str]:
 
 def parsed(record: SurveyRecord, cache: SurveyCache | None = None) -> Survey:
     """The record's survey, from the app's `cache` when given."""
-    return cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)
+    return cache.survey(record) if cache is not None else Survey.from_stored(record.resolved)
 
 
 def summary(record: SurveyRecord, cache: SurveyCache | None = None) -> dict[str, Any]:

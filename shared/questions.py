@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -63,14 +65,31 @@ def fail(where: str, message: str) -> SurveyError:
     return SurveyError(f"{where}: {message}" if where else message)
 
 
-#: NUL, escape and the other C0 controls but tab, newline and carriage return (which surveys
-#: stored before this check may hold), and DEL: they would reach terminals and CSV files raw.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Control characters no survey text may hold: the C0 controls but tab and newline, DEL and
+#: the C1 controls. They would reach terminals and CSV files raw, and a carriage return in an
+#: option label never comes back: a browser turns it into a newline in a form's value.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: What was refused before carriage returns and C1 controls were: a survey stored then keeps
+#: loading (its hash holds its texts as they are), see `stored_survey_texts`.
+_STORED_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_READING_STORED = ContextVar("reading_stored_survey", default=False)
 
 
 def has_control(text: str) -> bool:
-    """Whether text holds a control character no survey text needs."""
-    return _CONTROL.search(text) is not None
+    """Whether text holds a control character no survey text may hold."""
+    pattern = _STORED_CONTROL if _READING_STORED.get() else _CONTROL
+    return pattern.search(text) is not None
+
+
+@contextmanager
+def stored_survey_texts() -> Iterator[None]:
+    """Within it, texts are checked as when surveys already stored were created, so that an
+    accepted survey (and its reports) is never lost to a stricter check added since."""
+    token = _READING_STORED.set(True)
+    try:
+        yield
+    finally:
+        _READING_STORED.reset(token)
 
 
 def refuse_stray_parameters(doc: Mapping[str, Any], requested: str, where: str) -> None:
@@ -754,8 +773,9 @@ class Text(QuestionType):
             raise fail(field, f"expected a list of at most {MAX_CANDIDATES} strings, got {raw!r}")
         out: list[str] = []
         for i, item in enumerate(raw):
-            text = normalize_text(item) if isinstance(item, str) and is_unicode(item) else ""
-            if not text or len(text) > MAX_TEXT_ANSWER or has_control(text):
+            given = isinstance(item, str) and is_unicode(item) and not has_control(item)
+            text = normalize_text(item) if given else ""
+            if not text or len(text) > MAX_TEXT_ANSWER:
                 raise fail(
                     f"{field}[{i}]",
                     f"expected a word or phrase of 1 to {MAX_TEXT_ANSWER} characters, got {item!r}",

@@ -43,6 +43,7 @@ from deniable.shared.questions import (
     fail,
     has_control,
     question_type,
+    stored_survey_texts,
 )
 from deniable.shared.sketches import Sketch, SketchAnswer
 from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
@@ -672,6 +673,13 @@ class Survey:
             doc[waves.SERIES_FIELD] = self.series
             doc[waves.WAVE_FIELD] = self.wave
         return doc
+
+    @classmethod
+    def from_stored(cls, doc: object) -> Survey:
+        """A survey the aggregator accepted and stored: parsed as `from_dict`, its texts checked
+        as when it was created (stricter text checks added since never lose it)."""
+        with stored_survey_texts():
+            return cls.from_dict(doc)
 
     @classmethod
     def from_dict(cls, doc: object) -> Survey:

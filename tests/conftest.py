@@ -38,8 +38,9 @@ class LiveServer:
     """A `deniable-aggregator run` process on a real SQLite file (or the PostgreSQL database
     env's DENIABLE_DATABASE_URL names), with a researcher token."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None):
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, bin_dir: Path = BIN):
         self.data_dir = data_dir
+        self.aggregator = bin_dir / "deniable-aggregator"  # another venv's: an installed wheel
         self.env = {**os.environ, "DENIABLE_DATA_DIR": str(data_dir)}
         self.env.pop("DENIABLE_DATABASE_URL", None)
         self.env.update(env or {})
@@ -57,7 +58,7 @@ class LiveServer:
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run `deniable-aggregator ARGS` against this server's data directory."""
         result = subprocess.run(
-            [str(AGGREGATOR), *args], env=self.env, capture_output=True, text=True, timeout=120
+            [str(self.aggregator), *args], env=self.env, capture_output=True, text=True, timeout=120
         )
         if check and result.returncode != 0:
             raise AssertionError(f"deniable-aggregator {' '.join(args)} failed: {result.stderr}")
@@ -66,7 +67,7 @@ class LiveServer:
     def start(self) -> None:
         """Start the server and wait until /healthz answers."""
         self.process = subprocess.Popen(
-            [str(AGGREGATOR), "run", "--host", "127.0.0.1", "--port", str(self.port)],
+            [str(self.aggregator), "run", "--host", "127.0.0.1", "--port", str(self.port)],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -19,6 +19,7 @@ from flask.cli import AppGroup, with_appcontext
 from deniable.aggregator import accounts, audit
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.store import Account, AuditEntry, TokenRecord
 from deniable.aggregator.web.db import existing_store, get_store
 
@@ -191,15 +192,11 @@ def audit_row(cells: Sequence[str]) -> str:
 
 
 def _audit_cells(entry: AuditEntry) -> tuple[str, ...]:
+    """The readable row of one entry: every cell escaped as `shown` does, since accounts,
+    surveys and parameters come from researchers and may hold terminal controls."""
     params = json.dumps(dict(entry.params), separators=(",", ":"), ensure_ascii=False)
-    return (
-        entry.time,
-        entry.account,
-        entry.token_id or "-",
-        entry.survey or "-",
-        entry.action,
-        params,
-    )
+    cells = (entry.time, entry.account, entry.token_id or "-", entry.survey or "-", entry.action)
+    return tuple(shown(cell) for cell in (*cells, params))
 
 
 @click.command("audit")

@@ -224,7 +224,7 @@ def analysis_script(
     """analysis.R for a survey and a formula (ActionError invalid for a formula rr::rrreg
     cannot fit or one outside R_FORMULA_CHARS)."""
     record = access.authorize(store, who, survey_id, "export")
-    survey = cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)
+    survey = cache.survey(record) if cache is not None else Survey.from_stored(record.resolved)
     script = r_script(survey, formula)
     audit.record(store, who, survey_id, "analysis.R", {"formula": formula})
     return script

@@ -78,7 +78,7 @@ def answers_csv(stores: StoreProvider, survey_id: str, *, who: Principal) -> Ite
     with stores.borrowed() as store:
         record = access.authorize(store, who, survey_id, "export")
         audit.record(store, who, survey_id, "answers.csv")
-    qids = list(Survey.from_dict(record.resolved).questions)
+    qids = list(Survey.from_stored(record.resolved).questions)
 
     def lines() -> Iterator[str]:
         yield write_csv(qids, ())  # the header alone
@@ -96,6 +96,13 @@ _RESERVED = frozenset(
     "all and by eq ge gt le lt ne not or to with _all _b byte _coef _cons double float if in "
     "int long _n _pi _pred _rc _skip strl using".split()
 )
+#: Stata's string storage types (str1 ... str2045, strL) cannot name a variable either.
+_STORAGE_TYPE = re.compile(r"str(?:[0-9]+|l)", re.IGNORECASE)
+
+
+def _reserved(name: str) -> bool:
+    """Whether Stata or SPSS refuses `name` as a variable name."""
+    return name.casefold() in _RESERVED or _STORAGE_TYPE.fullmatch(name) is not None
 
 
 def variable_names(qids: Sequence[str]) -> dict[str, str]:
@@ -109,7 +116,9 @@ def variable_names(qids: Sequence[str]) -> dict[str, str]:
             base = "q" + base
         base = base[:STATA_NAME]
         name, k = base, 1
-        while name.casefold() in taken or name.casefold() in _RESERVED or name.startswith("str"):
+        # Each turn tries a new suffix, and only finitely many names are taken or reserved: the
+        # loop always ends (a suffixed name is never a storage type such as str80).
+        while name.casefold() in taken or _reserved(name):
             k += 1
             suffix = f"_{k}"
             name = base[: STATA_NAME - len(suffix)] + suffix
@@ -320,4 +329,4 @@ def stat_file(
 
 
 def _survey(record: SurveyRecord, cache: SurveyCache | None) -> Survey:
-    return cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)
+    return cache.survey(record) if cache is not None else Survey.from_stored(record.resolved)

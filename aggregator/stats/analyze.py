@@ -23,14 +23,14 @@ def as_survey(survey: Survey | Mapping[str, Any]) -> Survey:
         return survey
     doc = dict(survey)
     if isinstance(doc.get("survey"), dict) and "questions" not in doc:
-        published = Survey.from_dict(doc["survey"])
+        published = Survey.from_stored(doc["survey"])
         expected = doc.get("survey_hash")
         if expected is not None and expected != published.hash:
             raise ReportError(
                 "survey_hash: the published hash does not match the survey it came with"
             )
         return published
-    return Survey.from_dict(doc)
+    return Survey.from_stored(doc)
 
 
 def _records(reports: Iterable[Any] | str | bytes) -> Iterator[tuple[int, Any]]:

@@ -212,15 +212,20 @@ def respondents_needed(mechanism: Mechanism, margin: float, confidence: float = 
         raise PlanError(
             f"margin: expected a number between 0 and {scale:g}, like {example}, got {margin!r}"
         )
-    z = z_for(confidence)
-    needed = (
-        z * z * mechanism.worst_variance(1) * scale * scale / (margin * margin)
-        if margin > 1e-150 * scale
-        else math.inf
+    return respondents_for_margin(
+        mechanism.worst_variance(1) * scale * scale, margin, z_for(confidence)
     )
-    if not needed <= MAX_RESPONDENTS:
+
+
+def respondents_for_margin(unit_variance: float, margin: float, z: float, *, per: str = "") -> int:
+    """The smallest n (at least 2) with z * sqrt(unit_variance / n) <= margin, the one answer of
+    every planner; PlanError, never an overflow or a division by zero, when it would pass
+    MAX_RESPONDENTS (a tiny margin whose square is 0 needs infinitely many)."""
+    square = margin * margin
+    needed = z * z * unit_variance / square if square > 0 else math.inf
+    if not needed <= MAX_RESPONDENTS:  # inf and nan too
         raise PlanError(
-            f"margin: ±{margin:g} would need more than {MAX_RESPONDENTS:,} respondents; "
+            f"margin: ±{margin:g} would need more than {MAX_RESPONDENTS:,} respondents{per}; "
             "ask for a wider margin"
         )
     return max(2, math.ceil(needed))
@@ -355,7 +360,7 @@ def _rappor_plan(
     if margin is not None:
         if not 0 < margin < 1:
             raise PlanError(f"margin: expected a number between 0 and 1, like 0.01, got {margin!r}")
-        needed = max(2, math.ceil(z * z * per_report / (margin * margin)))
+        needed = respondents_for_margin(per_report, margin, z)
         row = PlanRow("rappor", mech, needed, None)  # type: ignore[arg-type]
     else:
         if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:

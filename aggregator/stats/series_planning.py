@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.stats.planning import MAX_OPTIONS, MAX_RESPONDENTS, PlanError, z_for
+from deniable.aggregator.stats.planning import (
+    MAX_OPTIONS,
+    MAX_RESPONDENTS,
+    PlanError,
+    respondents_for_margin,
+    z_for,
+)
 from deniable.aggregator.stats.waves import trend_coefficients
 from deniable.shared.longitudinal import LGRR, LOSUE, Longitudinal, auto
 
@@ -84,14 +90,7 @@ def _respondents(factor: float, margin: float, confidence: float) -> int:
         or margin <= 0
     ):
         raise PlanError(f"margin: expected a positive number like 0.05, got {margin!r}")
-    z = z_for(confidence)
-    n = math.ceil(z * z * factor / (margin * margin))
-    if n > MAX_RESPONDENTS:
-        raise PlanError(
-            f"margin: {margin:g} needs more than {MAX_RESPONDENTS:.0e} respondents per wave; "
-            "ask for a wider margin or larger epsilons"
-        )
-    return max(n, 2)
+    return respondents_for_margin(factor, margin, z_for(confidence), per=" per wave")
 
 
 def _margin(factor: float, n: int, confidence: float) -> float:

@@ -31,7 +31,7 @@ def counter(store: Store, survey_id: str, tally: Tally) -> BodyCounter:
     record = store.get_survey(survey_id)
     if record is None:
         raise StoreError(f"no survey {survey_id!r} on this aggregator; check the survey id")
-    survey = Survey.from_dict(record.resolved)
+    survey = Survey.from_stored(record.resolved)
 
     def count(bodies: Iterable[str]) -> tuple[int, dict[str, list[int]]]:
         return tally(survey, bodies, verify=False)

@@ -12,7 +12,9 @@ import pytest
 import requests
 
 from deniable.aggregator import credentials
+from deniable.aggregator.cli import accounts as accounts_cli
 from deniable.aggregator.cli.core import cli
+from deniable.aggregator.store import AuditEntry
 from tests.aggregator.conftest import TOKEN
 from tests.conftest import LiveServer
 
@@ -243,3 +245,22 @@ def test_the_whole_flow_as_real_processes_beside_a_real_server(
     failed = live_server.cli("token", "revoke", "nope", check=False)
     assert (failed.returncode, failed.stdout) == (1, "")
     assert failed.stderr.startswith("error: no such token") and failed.stderr.count("\n") == 1
+
+
+def test_the_audit_table_shows_terminal_controls_as_escapes(runner, client, tmp_path, survey_doc):
+    """A survey title and parameters are researchers' words: bidi overrides (U+202E), C1 controls
+    (U+009B starts an escape sequence) and escape sequences reach the table as visible escapes."""
+    hostile = dict(survey_doc, id="hostile-title", title="Tit\u202ele \u2066x\u2069")
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile), encoding="utf-8")
+    ok(runner, "create-survey", str(path))
+    entry = AuditEntry(
+        "2026-11-28T00:00:00Z", "alice", None, "hostile-title", "results", {"by": "a\x9b2J\x1b[2Jb"}
+    )
+    row = accounts_cli.audit_row(accounts_cli._audit_cells(entry))
+    assert "\\u009b2J\\u001b[2J" in row and "\x9b" not in row and "\x1b" not in row
+    table = ok(runner, "audit")
+    assert "Tit\\u202ele \\u2066x\\u2069" in table
+    assert not any(ch in table for ch in "\u202e\u2066\u2069\x9b\x1b")
+    created = [json.loads(x) for x in ok(runner, "audit", "--json").splitlines()]
+    assert {"title": "Tit\u202ele \u2066x\u2069"} in [e["params"] for e in created]

@@ -114,6 +114,11 @@ def test_the_dashboard_planner_gives_the_same_numbers(researcher: Any) -> None:
         ),
         ("series_epsilon_perm=2&series_epsilon_1=1&series_margin=1_0", "Give each margin"),
         ("series_epsilon_perm=2&series_epsilon_1=1&series_mechanism=rr", "l-grr, l-osue or auto"),
+        ("series_epsilon_perm=2&series_epsilon_1=1&series_margin=1e-320", "would need more than"),
+        (
+            "series_epsilon_perm=2&series_epsilon_1=1&series_margin=&series_change_margin=1e-200",
+            "would need more than",
+        ),
     ],
 )
 def test_the_dashboard_planner_says_what_is_wrong(researcher: Any, query: str, said: str) -> None:
@@ -121,3 +126,35 @@ def test_the_dashboard_planner_says_what_is_wrong(researcher: Any, query: str, s
     html = response.get_data(as_text=True)
     assert response.status_code == 200
     assert said in html and 'id="series-n"' not in html
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--series", "--epsilon-perm", "2", "--epsilon-1", "1", "--margin", "1e-320"),
+        ("--series", "--epsilon-perm", "2", "--epsilon-1", "1", "--margin", "1e-9"),
+        ("--series", "--epsilon-perm", "2", "--epsilon-1", "1", "--change-margin", "1e-320"),
+        (
+            "--series",
+            "--epsilon-perm",
+            "2",
+            "--epsilon-1",
+            "1",
+            "--margin",
+            "0.05",
+            "--trend-margin",
+            "1e-320",
+            "--waves",
+            "3",
+        ),
+        ("--epsilon", "1", "--margin", "1e-320"),
+        ("--epsilon", "1", "--margin", "1e-9"),
+        ("--epsilon", "1", "--mechanism", "rappor", "--margin", "1e-320"),
+        ("--epsilon", "1", "--mechanism", "hcms", "--margin", "1e-320"),
+    ],
+)
+def test_every_planner_refuses_an_answer_that_would_overflow(args: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, ["plan", *args])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.count("\n") == 1 and "would need more than" in result.stderr
+    assert "unexpected" not in result.stderr

@@ -130,13 +130,16 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], seconds: float = 30
     raise RuntimeError(f"the server did not answer /healthz within {seconds} s")
 
 
-def gunicorn(data_dir: Path, port: int, workers: int = 4, **env: str) -> subprocess.Popen[bytes]:
-    """gunicorn with the deploy config (bind and workers overridden) on the data directory
-    (or on the PostgreSQL database env's DENIABLE_DATABASE_URL names)."""
+def gunicorn(
+    data_dir: Path, port: int, workers: int = 4, bin_dir: Path = BIN, **env: str
+) -> subprocess.Popen[bytes]:
+    """gunicorn (bin_dir's: another venv's for an installed wheel) with the deploy config (bind
+    and workers overridden) on the data directory (or on the PostgreSQL database env's
+    DENIABLE_DATABASE_URL names)."""
     environ = {**os.environ, "DENIABLE_DATA_DIR": str(data_dir)}
     environ.pop("DENIABLE_DATABASE_URL", None)
     environ.update(env)
-    args = [str(BIN / "gunicorn")]
+    args = [str(bin_dir / "gunicorn")]
     config = ROOT / "deploy" / "gunicorn.conf.py"
     if config.exists():
         args += ["-c", str(config)]

@@ -16,13 +16,15 @@ try:
         SurveyResults,
     )
     from deniable.aggregator.web.app import create_app
-except ImportError as _missing:  # a client-only install: say what to add, on first use
-    _reason = str(_missing)
+except ImportError:  # a client-only install: say what to add, on first use
+    from deniable.aggregator.extras import missing_requirements, needs_extras
+
+    _missing = missing_requirements()
+    if not _missing:
+        raise  # not a missing extra: the real error, as itself
 
     def __getattr__(name: str) -> Any:
-        raise ImportError(
-            f"deniable.aggregator needs its extras ({_reason}): pip install 'deniable[aggregator]'"
-        )
+        raise ImportError(f"deniable.aggregator: {needs_extras(_missing)}")
 
 
 __all__ = [

@@ -1,6 +1,7 @@
-"""Packages are found, never listed by hand: setuptools' discovery under the three folders that
-install as deniable.shared, deniable.client and deniable.aggregator (docs/development.md), so a
-new subpackage or data folder cannot be left out of the wheel. Everything else is pyproject.toml.
+"""Packages are found, never listed by hand: setuptools' discovery under the four folders that
+install as deniable.shared, deniable.client, deniable.aggregator and deniable.relay
+(docs/architecture.md, "Installs that work"), so a new subpackage or data folder cannot be left
+out of the wheel. Everything else is pyproject.toml.
 """
 
 from setuptools import find_namespace_packages, setup
@@ -10,11 +11,12 @@ ROOTS = {
     "deniable.shared": "shared",
     "deniable.client": "client",
     "deniable.aggregator": "aggregator",
+    "deniable.relay": "relay",
 }
 
 
 def packages() -> list[str]:
-    """Every package and data folder under the three roots (namespace discovery, so folders of
+    """Every package and data folder under the four roots (namespace discovery, so folders of
     templates, static files, catalogs and examples are found like code)."""
     found = []
     for name, folder in ROOTS.items():

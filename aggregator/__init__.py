@@ -17,7 +17,7 @@ try:
     )
     from deniable.aggregator.web.app import create_app
 except ImportError:  # a client-only install: say what to add, on first use
-    from deniable.aggregator.extras import missing_requirements, needs_extras
+    from deniable.aggregator.console import missing_requirements, needs_extras
 
     _missing = missing_requirements()
     if not _missing:

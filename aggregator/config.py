@@ -94,6 +94,23 @@ def _rate(name: str) -> Callable[[str], str]:
     return parse
 
 
+def _storage(name: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        from limits.storage import SCHEMES
+
+        value = text.strip()
+        scheme = urlsplit(value).scheme
+        if "://" not in value or scheme not in SCHEMES or scheme.startswith("async+"):
+            raise ConfigError(
+                f"{name}: expected a storage URI like memory:// or redis://host:6379, got "
+                f"{(scheme + '://...') if scheme else repr(value[:40])}"
+            )
+        return value
+
+    parse.kind = "storage URI"
+    return parse
+
+
 #: At most this many origins: the list is written by hand, one per place hosting a page.
 MAX_ORIGINS = 100
 
@@ -283,9 +300,20 @@ SETTINGS: dict[str, Setting] = {
         "and each enrollment counts one. A request that would pass the limit is refused whole "
         "and counts nothing: 429 problem+json with `Retry-After` (send it then, or a smaller "
         "batch); a batch larger than the limit itself gets 413 (the Python client then sends "
-        "its reports one by one). Counters live in each worker's memory.",
+        "its reports one by one). Counters live in `DENIABLE_RATE_LIMIT_STORAGE`.",
     ),
-    # Failed dashboard logins allowed per client address (in memory only), and their delay.
+    "RATE_LIMIT_STORAGE": _setting(
+        "DENIABLE_RATE_LIMIT_STORAGE",
+        _storage("DENIABLE_RATE_LIMIT_STORAGE"),
+        "memory://",
+        "Where the rate limits' counters live (a Flask-Limiter storage URI): `memory://`, "
+        "each worker's own; `redis://host:6379` (`rediss://` over TLS), one Redis that every "
+        "worker and machine shares, so a client over the limit on one is refused by all (see "
+        "[Growing past one machine](operations.md#growing-past-one-machine)). An unreachable "
+        "Redis answers reports and enrollments 503 with `Retry-After`.",
+    ),
+    # Failed dashboard logins allowed per client address (counted where the rate limits are),
+    # and their delay.
     "LOGIN_LIMIT": _setting(
         "DENIABLE_LOGIN_LIMIT",
         _rate("DENIABLE_LOGIN_LIMIT"),
@@ -355,13 +383,18 @@ SETTINGS: dict[str, Setting] = {
         "DENIABLE_MAX_DECODER_CELLS",
         _whole("DENIABLE_MAX_DECODER_CELLS", 1),
         8_000_000,
-        "Cells of the text decoders one results request builds, candidates × (sketch counters "
-        "+ candidates) summed over the survey's text questions, 8 bytes each (a build peaks at "
-        "about 40 bytes per cell; one build at a time per process), checked before any decoder "
-        "is built: a results request (API, CSV, dashboard, CLI) whose `?candidates=` (with the "
-        "survey's own) need more gets 413 naming this setting (ask for fewer candidates), and a "
-        "new survey whose own candidates need more gets 422. The default hcms sketch (32,768 "
-        "counters) decodes about 240 candidates.",
+        "Cells of the text decoders one results request builds, candidates × (cells a "
+        "candidate is read at + candidates) summed over the survey's text questions: `D (k + "
+        "D)` for cms and hcms (k hash functions), `D (m h + D)` for rappor (m cohorts, h "
+        "hashes), whatever the sketch's width ([What decoding costs]"
+        "(statistics.md#what-decoding-costs)); 8 bytes each (a build peaks at about 40 bytes "
+        "per cell; one build at a time per process), checked before any decoder is built: a "
+        "results request (API, CSV, dashboard, CLI) whose `?candidates=` (with the survey's "
+        "own) need more gets 413 naming this setting (ask for fewer candidates), and a new "
+        "survey whose own candidates need more gets 422. A cms or hcms question of any size fits "
+        "alone (at most 1,050 candidates, 1,000 own and 50 asked for, and 1,024 hash "
+        "functions); the limit bounds many large ones together, and rappor's with many cohorts "
+        "× hashes. Offline, `analyze(..., limits=Limits(max_decoder_cells=...))` sets it.",
     ),
     "DECODER_CACHE_BYTES": _setting(
         "DENIABLE_DECODER_CACHE_BYTES",

@@ -1,13 +1,47 @@
-"""The `deniable-aggregator` entry point: one clear line naming what is missing when the
-aggregator's extras are not installed (a client-only `pip install deniable` still puts the
-command on the PATH); any other import error surfaces as itself."""
+"""The `deniable-aggregator` entry point, and which of the aggregator's extras are missing: one
+clear line naming them when they are not installed (a client-only `pip install deniable` still
+puts the command on the PATH); any other import error surfaces as itself. Importable with no
+extra installed: the missing extras are read from the installed package's own metadata
+(pyproject.toml is the one list)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
-from deniable.aggregator.extras import missing_requirements, needs_extras
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
+def missing_requirements(extra: str = "aggregator") -> list[str]:
+    """The distributions an extra of deniable requires that are not installed; [] when all are
+    there or deniable's metadata cannot be read (then nothing can be said of the extras)."""
+    try:
+        required = metadata.requires("deniable") or []
+    except metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in required:
+        name, marker = _NAME.match(requirement), _EXTRA.search(requirement)
+        if name is None or marker is None or marker.group(1) != extra:
+            continue
+        if name.group(0).lower() == "deniable":  # another extra of ours, e.g. deploy's
+            continue
+        try:
+            metadata.distribution(name.group(0))
+        except metadata.PackageNotFoundError:
+            missing.append(name.group(0))
+    return missing
+
+
+def needs_extras(missing: list[str]) -> str:
+    """The one line that says what to install."""
+    return (
+        f"the aggregator needs its extras ({', '.join(missing)} not installed): "
+        "pip install 'deniable[aggregator]'"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -81,20 +81,31 @@ def demo_survey_doc() -> dict[str, Any]:
     return _doc(DEMO_FILES[0])
 
 
-def demo_survey_docs() -> list[dict[str, Any]]:
-    """Every demo survey: the habits survey, one with numbers and select-all questions, and
-    the multilingual one with skip logic imported from its XLSForm."""
+def demo_survey_docs(
+    more: Sequence[tuple[str, bytes]] = (), *, drop_unsupported: bool = False
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every demo survey (the habits survey, one with numbers and select-all questions, the
+    multilingual one with skip logic imported from its XLSForm, then one per (file name, bytes)
+    of `more`: forms researchers already have, such as `make demo`'s real public one), and the
+    notices of the forms' imports."""
     docs = [_doc(name) for name in DEMO_FILES]
+    notices: list[str] = []
     for name in DEMO_FORMS:
         path = resources.files("deniable.aggregator").joinpath(name)
         docs.append(forms.import_xlsform(path.read_bytes(), filename=name))
-    return docs
+    for name, data in more:
+        imported = forms.read_xlsform(data, filename=name, drop_unsupported=drop_unsupported)
+        docs.append(imported.document)
+        notices += [f"{name}: {notice}" for notice in imported.notices]
+    return docs, notices
 
 
 def fill_over_http(url: str, survey_id: str, respondents: int = DEMO_RESPONDENTS) -> Sent:
-    """Answer the served survey with simulated respondents through the client's HTTP layer."""
+    """Answer the served survey with simulated respondents through the client's HTTP layer
+    (a survey without a demo truth gets each question type's default truth)."""
     api, survey = simulate_http.fetch_survey(url, survey_id)
-    truth = simulate.parse_truth(survey, json.dumps(DEMO_TRUTHS[survey_id]))
+    given = DEMO_TRUTHS.get(survey_id)
+    truth = simulate.parse_truth(survey, None if given is None else json.dumps(given))
     return simulate_http.send(api, survey, truth, respondents, batch=BATCH, seed=2026)
 
 

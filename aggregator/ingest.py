@@ -35,8 +35,11 @@ from deniable.aggregator.store.commit import GroupCommitter
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
+    answer_pattern,
     answer_support,
+    body_pattern,
     check_structure,
+    has_text,
     hour_now,
     is_report_id,
     parse_sent_at,
@@ -211,6 +214,7 @@ class _Checker:
         self.sent_at_ok: dict[str, bool] = {}
         self.asked_slots: dict[str, dict[str, int]] = {}  # stats/asked.py, once a survey
         self.direct_slots: dict[str, dict[str, int]] = {}  # split ballots' direct arms
+        self.text: dict[str, bool] = {}  # whether a survey has text questions, once a survey
 
     def lookup(self, survey_id: str) -> tuple[SurveyRecord, Survey, str | None] | None:
         """The survey's record, parsed survey and why it is closed (None: open), once a call."""
@@ -287,12 +291,18 @@ class _Checker:
                 "public_key: not enrolled in this invite-only survey; enroll the key with an "
                 "invitation code first",
             )
+        text = self.text.get(survey.id)
+        if text is None:
+            text = self.text[survey.id] = has_text(survey)
         return NewReport(
             report_id=report["report_id"],
             survey_id=survey.id,
             public_key=report["public_key"],
             body=body,
             support=support,
+            # What analyses count (docs/architecture.md): cut from the body unless the survey's
+            # text answers must be left out.
+            pattern=answer_pattern(survey, report["answers"], arms) if text else body_pattern(body),
         )
 
 

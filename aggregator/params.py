@@ -1,4 +1,4 @@
-"""Request parameters (confidence, flags, candidates) parsed once, for the API, the dashboard and
+"""Request parameters (confidence, flags, candidates, cuts) parsed once, for the API, the dashboard and
 the CLI alike: a bad value is a ParamError everywhere, never a silent default.
 
 Each edge shows a ParamError its own way: a 400 problem on the API (422 for a field of a JSON
@@ -8,9 +8,11 @@ body), an error page on the dashboard, one line and exit status 1 on the CLI.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from deniable.aggregator.stats.estimate import parse_candidates as _candidates
+from deniable.aggregator.stats.joint import MAX_CUTS
 from deniable.aggregator.surveys import ActionError, Refusal
 
 
@@ -74,3 +76,28 @@ def parse_whole(value: str | None) -> int | str:
     then refuses saying what it expects (so the range is checked in one place, the action)."""
     text = (value or "").strip()
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else text
+
+
+def parse_cuts(value: str | Sequence[object] | None) -> tuple[int, ...]:
+    """A breakdown's cuts of a plain integer ("30,50" from a query string or a CLI option, or a
+    list of whole numbers): increasing, at most MAX_CUTS; () when absent. Whether they fit the
+    question's range is the analysis's to say."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    if len(items) > MAX_CUTS:
+        raise ParamError(f"cuts: at most {MAX_CUTS}, got {len(items)}")
+    cuts = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else item
+        if isinstance(text, int) and not isinstance(text, bool):
+            cuts.append(text)
+        elif isinstance(text, str) and re.fullmatch(r"[+-]?[0-9]{1,9}", text):
+            cuts.append(int(text))
+        else:
+            raise ParamError(
+                f"cuts: expected whole numbers separated by commas, like 30,50; got {item!r}"
+            )
+    if any(b <= a for a, b in zip(cuts, cuts[1:], strict=False)):
+        raise ParamError(f"cuts: expected increasing numbers, like 30,50; got {value!r}")
+    return tuple(cuts)

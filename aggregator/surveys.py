@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from deniable.aggregator import access, audit, credentials, stats
 from deniable.aggregator.access import Principal
+from deniable.aggregator.gateway import keys as gateway_keys
 from deniable.aggregator.ingest import SurveyCache
 from deniable.aggregator.refusals import (  # noqa: F401  (Refusal re-exported)
     ActionError,
@@ -32,6 +33,7 @@ from deniable.aggregator.stats.estimate import check_decoder, check_decoders, re
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, LimitError, Limits, check
 from deniable.aggregator.stats.results import Breakdown, Crosstab, RegressionResults, SurveyResults
 from deniable.aggregator.stats.series_results import SeriesResults
+from deniable.aggregator.stats.shuffle_results import with_shuffle
 from deniable.aggregator.stats.sketch_estimate import DECODERS, SketchDecodeError
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.aggregator.store.pool import StoreProvider
@@ -58,7 +60,11 @@ def language_notices(record: SurveyRecord) -> list[str]:
     """What a researcher is told when a survey is created: one notice per survey language
     whose product words (buttons, explanations) have no catalog and fall back to English
     (docs/translations.md). The API, the dashboard and the CLI show the same words."""
-    resolved = record.resolved
+    return language_notices_of(record.resolved)
+
+
+def language_notices_of(resolved: dict[str, Any]) -> list[str]:
+    """`language_notices` of a resolved survey not stored (yet): `survey import --dry-run`."""
     default = resolved.get("language") or i18n.SOURCE_LANGUAGE
     languages = dict.fromkeys([default, *(resolved.get("translations") or {})])
     return [
@@ -101,7 +107,7 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
     try:
         check(
             len(questions),
-            limits.max_questions,
+            limits,
             "max_questions",
             f"questions: the survey has {len(questions):,} questions",
         )
@@ -109,7 +115,7 @@ def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None
         # and every batch of reports adds to them): their sum bounds a survey's tallies.
         check(
             counters,
-            limits.max_survey_sketch_cells,
+            limits,
             "max_survey_sketch_cells",
             f"questions: the survey's text questions have {counters:,} sketch counters in all "
             "(hcms: 2 k m each, cms: k m + k, rappor: m k + m)",
@@ -148,7 +154,7 @@ def create_survey(
     that may not create surveys is ActionError forbidden (access.require_creator). An invalid
     document, or one over `limits`, raises SurveyError."""
     access.require_creator(who)
-    survey = Survey.from_dict(doc)
+    survey = Survey.from_dict(gateway_keys.pin(store, doc))  # a relay's key (docs/anonymity.md)
     check_survey_limits(survey, limits)
     for i, question in enumerate(survey.questions.values()):
         if question.candidates and getattr(question.randomizer, "separates_candidates", False):
@@ -315,7 +321,7 @@ def _results(
             candidates=candidates,
             limits=limits,
         )
-        return weigh_results(
+        weighed = weigh_results(
             survey,
             StoredAnswers(store, record.id),
             doc,
@@ -326,6 +332,9 @@ def _results(
             verify=False,
             candidates=candidates,
         )
+        if survey.route is None:
+            return weighed
+        return with_shuffle(weighed, survey, store.smallest_batch(record.id))  # relay batches
     except LimitError as exc:
         raise ActionError(exc.kind, str(exc)) from None
     except ValueError as exc:
@@ -431,9 +440,10 @@ def breakdown(
     cache: SurveyCache | None = None,
     weights: str | None = None,
     weighted: bool = True,
+    cuts: Sequence[int] = (),
 ) -> Breakdown:
-    """A randomized question's results within each group of a plain question (stored reports),
-    weighted as `results` is."""
+    """A randomized question's results within each group of a plain question (stored reports;
+    a plain integer in bands cut at `cuts`), weighted as `results` is."""
     return _analysed(
         store,
         who,
@@ -448,9 +458,15 @@ def breakdown(
             verify=False,
             weights=weights,
             weighted=weighted,
+            cuts=cuts,
         ),
         "breakdown",
-        {"question": question, "by": by, "confidence": confidence},
+        {
+            "question": question,
+            "by": by,
+            "confidence": confidence,
+            **({"cuts": list(cuts)} if cuts else {}),
+        },
     )
 
 

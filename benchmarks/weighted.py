@@ -32,6 +32,7 @@ from deniable.aggregator.store import NewReport
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.shared import Survey
 from deniable.shared.canonical import canonical_json
+from deniable.shared.report import body_pattern
 
 VILLAGES = [f"v{i:02d}" for i in range(40)]
 DOC = {
@@ -114,7 +115,7 @@ def fill(store: SQLiteStore, survey: Survey, n: int, rng: np.random.Generator) -
             }
         ).decode("utf-8")
         support = {qid: survey.questions[qid].supports(a) for qid, a in answers.items()}
-        batch.append(NewReport(rid, survey.id, f"key{i}", body, support))
+        batch.append(NewReport(rid, survey.id, f"key{i}", body, support, body_pattern(body)))
         if len(batch) == 5000:
             store.add_reports(batch, "2026-01-01T00")
             batch.clear()

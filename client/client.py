@@ -22,6 +22,7 @@ from deniable.client.explain import explain_survey
 from deniable.client.http import DEFAULT_TIMEOUT, Api, Outcome, make_session
 from deniable.client.keys import KeyStore
 from deniable.client.ledger import Ledger, StoredReport, utc_now
+from deniable.client.oblivious import post_routed
 from deniable.client.receipt import Receipt, Status
 from deniable.client.urls import normalize_url
 from deniable.shared import waves
@@ -203,7 +204,7 @@ class Client:
                         tx.conn, server, survey, noisy, truth, arms, now=utc_now()
                     )
                     report = build_report(survey, drawn.answers, key, arms=arms or None)
-                    tx.insert(server, survey.title, drawn.epsilon, report)
+                    tx.insert(server, survey.title, drawn.epsilon, report, route=survey.route)
                 else:
                     report = build_report(survey, noisy, key, arms=arms)
                     tx.record(server, survey, report)
@@ -246,10 +247,10 @@ class Client:
         server's clock skew (it waited in the outbox) is stamped with this hour, signed again
         and sent once more: its answers, key and report_id stay, so nothing is randomized
         again, and the server never stored it (it answers "duplicate" to a report it has)."""
-        sent = list(zip(group, api.post_reports([s.report for s in group]), strict=True))
+        sent = list(zip(group, post_routed(api, group), strict=True))
         restamped = [(i, self._restamped(s)) for i, (s, o) in enumerate(sent) if _aged(s, o)]
         stale = [(i, again) for i, again in restamped if again is not None]
-        outcomes = api.post_reports([again.report for _, again in stale])
+        outcomes = post_routed(api, [again for _, again in stale])
         for (i, again), outcome in zip(stale, outcomes, strict=True):
             sent[i] = (again, outcome)
         return sent
@@ -262,7 +263,7 @@ class Client:
             return None
         report = sign_report({**stored.report, "sent_at": hour_now()}, key)
         self.ledger.replace_report(stored.entry.report_id, report)
-        return StoredReport(stored.entry, report, stored.result)
+        return StoredReport(stored.entry, report, stored.result, stored.route)
 
     # -- outbox and ledger ---------------------------------------------------------------------
     def sync(self) -> list[Receipt]:

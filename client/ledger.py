@@ -26,9 +26,10 @@ from deniable.client.errors import ClientError
 from deniable.client.keys import ensure_private_dir
 from deniable.client.receipt import LedgerEntry
 from deniable.client.urls import same_server
+from deniable.shared.route import Route
 from deniable.shared.survey import Survey
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LEDGER_FILE = "ledger.sqlite3"
 
 _SCHEMA = """
@@ -47,6 +48,8 @@ CREATE TABLE IF NOT EXISTS reports (
     created_at  TEXT NOT NULL,
     updated_at  TEXT NOT NULL,
     retry_at    TEXT,
+    relay       TEXT,
+    ohttp_keys  TEXT,
     PRIMARY KEY (server, survey)
 );
 CREATE INDEX IF NOT EXISTS reports_status ON reports (status);
@@ -74,6 +77,8 @@ class StoredReport:
     entry: LedgerEntry
     report: dict[str, Any]
     result: str | None
+    #: The relay and key the report goes through (docs/anonymity.md), None: straight.
+    route: Route | None = None
 
 
 class Transaction:
@@ -92,14 +97,24 @@ class Transaction:
 
     def record(self, server: str, survey: Survey, report: dict[str, Any]) -> None:
         """Record a new signed report to `survey` as pending, charged what it spends."""
-        self.insert(server, survey.title, charged(survey, report), report)
+        self.insert(server, survey.title, charged(survey, report), report, route=survey.route)
 
-    def insert(self, server: str, title: str, epsilon: float, report: dict[str, Any]) -> None:
-        """Record a new signed report as pending (committed when the transaction ends)."""
+    def insert(
+        self,
+        server: str,
+        title: str,
+        epsilon: float,
+        report: dict[str, Any],
+        *,
+        route: Route | None = None,
+    ) -> None:
+        """Record a new signed report as pending (committed when the transaction ends), with
+        the route its survey names: a report waiting in the outbox goes through the relay too."""
         now = utc_now()
         self.conn.execute(
             "INSERT INTO reports (server, survey, survey_hash, title, epsilon, report_id, report,"
-            " status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            " status, created_at, updated_at, relay, ohttp_keys)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
             (
                 server,
                 report["survey"],
@@ -110,6 +125,8 @@ class Transaction:
                 json.dumps(report, sort_keys=True),
                 now,
                 now,
+                route.relay if route else None,
+                route.ohttp_keys if route else None,
             ),
         )
 
@@ -168,6 +185,9 @@ class Ledger:
                 columns = {row[1] for row in conn.execute("PRAGMA table_info(reports)")}
                 if "retry_at" not in columns:  # a ledger of version 1
                     conn.execute("ALTER TABLE reports ADD COLUMN retry_at TEXT")
+                for column in ("relay", "ohttp_keys"):  # a ledger of version 2: no routes
+                    if column not in columns:
+                        conn.execute(f"ALTER TABLE reports ADD COLUMN {column} TEXT")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
 
@@ -271,4 +291,5 @@ def _stored(row: sqlite3.Row) -> StoredReport:
         raise ClientError(
             f"the ledger holds a damaged report for survey {row['survey']!r} (not JSON)"
         ) from None
-    return StoredReport(_entry(row), report, row["result"])
+    route = Route(row["relay"], row["ohttp_keys"]) if row["relay"] and row["ohttp_keys"] else None
+    return StoredReport(_entry(row), report, row["result"], route)

@@ -32,9 +32,9 @@ from deniable.shared.survey import Survey
 
 #: The page's scripts: the protocol module and the page logic that reads the form.
 SCRIPTS = ("deniable.js", "respond.js")
-#: The page's JSON data blocks besides the pinned survey: the product's words and the
-#: plain-words explanations in each of the survey's languages (shared/page.py).
-DATA_BLOCKS = ("page-messages", "page-explanations")
+#: The page's JSON data blocks besides the pinned survey: the product's words, their plural
+#: forms and the plain-words explanations in each of the survey's languages (shared/page.py).
+DATA_BLOCKS = ("page-messages", "page-plurals", "page-explanations")
 #: Redirects followed to reach a page (a directory's address answers with its slash added).
 MAX_REDIRECTS = 5
 #: The most module references read from one page (the page has six): a hostile page cannot

@@ -13,6 +13,10 @@
   set forwarded_allow_ips to the proxy's address if it is not on this host.
 - No access log: its lines would record respondents' IP addresses. Errors go to stderr.
 - keepalive: respondents' devices and the proxy reuse connections between requests.
+- One BLAS thread per worker (OPENBLAS_NUM_THREADS and the like, unless set): the workers are
+  the parallelism, and an analysis's matrices have a row per distinct answer pattern; threads
+  spinning on the cores the workers share made a 40 ms regression take 0.3-0.5 s on a busy
+  2-core machine (benchmarks/scale.py).
 
 Settings given on the gunicorn command line override these.
 """
@@ -33,6 +37,9 @@ def _whole(*names: str, default: int) -> int:
             return value
     return default
 
+
+for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")  # the workers fork after this, and import numpy then
 
 wsgi_app = "deniable.aggregator:create_app()"
 bind = os.environ.get("DENIABLE_BIND", "127.0.0.1:8000")

@@ -98,6 +98,16 @@ OTHER: dict[str, list[Other]] = {
             "The PostgreSQL password the compose file gives the database and the aggregator.",
         ),
     ],
+    "`deploy/compose.scale.yaml`": [
+        Other(
+            "DENIABLE_AGGREGATORS",
+            "`3`",
+            "whole number, at least 1",
+            "Aggregator containers behind the proxy, all on the one PostgreSQL and Redis "
+            "(`--scale aggregator=N` does the same; see "
+            "[Growing past one machine](operations.md#growing-past-one-machine)).",
+        ),
+    ],
 }
 
 HEADER = """\

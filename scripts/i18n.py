@@ -10,7 +10,7 @@ catalogs with Babel's Python API (docs/translations.md).
 
 `make i18n` runs extract and update; `make i18n-compile` runs compile, then check. Where the
 words are is declared in babel.cfg (Python `_()`, `N_()`, `ngettext()`; the page's JavaScript
-`t()`, `say()`, `N_()`; the page's template `_()` and `t()`).
+`t()`, `say()`, `N_()`; the page's template `_()`, `t()` and the plural `tn()`).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ DOMAIN = "deniable"
 SOURCE_DIRS = ("shared", "client", "aggregator")
 #: The calls whose literal first argument is a msgid, by extraction method: gettext's in
 #: Python; the page's `t()`, its status line's `say()` and the marker `N_()` in JavaScript;
-#: `_()` and `t()` in the page's template.
+#: `_()`, `t()` and the plural `tn(singular, plural, count=...)` in the page's template.
 KEYWORDS: dict[str, dict[str, Any]] = {
     "python": dict(DEFAULT_KEYWORDS),
     "javascript": {"t": None, "say": None, "N_": None},
-    "jinja2": {"_": None, "gettext": None, "ngettext": (1, 2), "t": None},
+    "jinja2": {"_": None, "gettext": None, "ngettext": (1, 2), "t": None, "tn": (1, 2)},
 }
 #: A comment just above a text, starting with this, reaches the translators.
 COMMENT_TAGS = ("TRANSLATORS:",)

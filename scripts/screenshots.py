@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Screenshots of the dashboard for docs/researchers.md, made with Playwright and Debian's Chromium.
+"""Screenshots of the dashboard and the respondent page for the docs, made with Playwright and
+Debian's Chromium.
 
 Starts a throwaway aggregator (its own data directory and port), fills a survey with simulated
-respondents, and writes PNGs to docs/screenshots/ (or --out):
+respondents (an option nobody chose, whose unbiased estimate falls below 0; long option labels;
+a plain age to break down in bands), and writes PNGs to docs/screenshots/ (or --out):
 
     .venv/bin/python scripts/screenshots.py [--out DIR] [--chromium /usr/bin/chromium]
 """
@@ -45,12 +47,34 @@ SURVEY = {
             "options": ["A", "B", "C", "D"],
             "epsilon": 2.0,
         },
+        {
+            "id": "browser",
+            "text": "Which web browser do you use most?",
+            "type": "categorical",
+            "options": [
+                "Google Chrome",
+                "Mozilla Firefox",
+                "Internet Explorer (retired, still installed)",
+                "Safari",
+            ],
+            "mechanism": "grr",
+            "epsilon": 2.0,
+        },
+        {
+            "id": "age",
+            "text": "How old are you?",
+            "type": "integer",
+            "min": 18,
+            "max": 90,
+            "mechanism": "none",
+        },
     ],
 }
 TRUTH = {
     "smokes": {"yes": 0.22},
     "cannabis": {"yes": 0.12},
     "party": {"A": 0.1, "B": 0.45, "C": 0.3},
+    "browser": {"Google Chrome": 0.6, "Mozilla Firefox": 0.25, "Safari": 0.15},
 }
 
 
@@ -110,6 +134,18 @@ def shoot(url: str, token: str, out: Path, chromium: str) -> list[Path]:
             target = out / f"survey-{name}.png"
             page.screenshot(path=target, full_page=True)
             shots.append(target)
+            if name == "desktop":
+                page.goto(
+                    f"{url}/surveys/{SURVEY['id']}/analysis?question=smokes&by=age&cuts=30,50"
+                )
+                page.locator("#breakdown-result").screenshot(path=out / "breakdown.png")
+                shots.append(out / "breakdown.png")
+            else:  # the respondent's page, as a phone shows it, one question's details open
+                page.goto(f"{url}/s/{SURVEY['id']}")
+                page.wait_for_selector("button[type=submit]:enabled")
+                page.locator("#q-smokes details summary").click()
+                page.screenshot(path=out / "respond-phone.png", full_page=True)
+                shots.append(out / "respond-phone.png")
             if name == "desktop":
                 page.goto(f"{url}/surveys/new?epsilon=1&margin=0.05&options=2&confidence=0.95")
                 page.fill("#document", '{"id": "x", "questions": []}')

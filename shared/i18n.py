@@ -76,6 +76,32 @@ def plural_translator(tag: str | None) -> Callable[[str, str, int], str]:
     return _translations(catalog_for(tag)).ngettext
 
 
+#: The numbers whose plural form the page carries: every form shows below it (CLDR's rules
+#: look at n % 100 and below); respond.js gives a larger number the form of the first of these
+#: in its CLDR plural category (the browser's Intl.PluralRules).
+PLURAL_TABLE = 110
+
+
+@cache
+def plural_index(tag: str | None) -> str:
+    """The plural form of each number from 0 to PLURAL_TABLE - 1 in `tag`'s catalog, one digit
+    each: gettext's Plural-Forms of the catalog's header (Babel writes it from CLDR), English's
+    (1 is singular) where there is no catalog."""
+    translations = _translations(catalog_for(tag))
+    rule = getattr(translations, "plural", lambda n: int(n != 1))
+    return "".join(str(rule(n)) for n in range(PLURAL_TABLE))
+
+
+def plural_messages(tag: str | None) -> dict[str, list[str]]:
+    """Every translated plural text of `tag`'s catalog: singular msgid -> its forms in order."""
+    catalog = getattr(_translations(catalog_for(tag)), "_catalog", {})
+    forms: dict[str, dict[int, str]] = {}
+    for key, value in catalog.items():
+        if isinstance(key, tuple) and isinstance(value, str):
+            forms.setdefault(key[0], {})[key[1]] = value
+    return {msgid: [found[i] for i in sorted(found)] for msgid, found in forms.items()}
+
+
 def N_(msgid: str) -> str:
     """Mark a text for extraction without translating it yet (it is translated where used)."""
     return msgid

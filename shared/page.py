@@ -37,11 +37,34 @@ from deniable.shared.survey import Question, Survey
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-#: The page's files: the protocol module, the skip-logic conditions, the memo of permanent
-#: answers (waves), the page, the service worker and the stylesheet.
-MODULES = ("deniable.js", "conditions.js", "memo.js", "respond.js", "sw.js", "respond.css")
+#: The page's files: the protocol module, the relay's sealing, the skip-logic conditions, the
+#: memo of permanent answers (waves), the language switcher, the survey texts' markdown, the
+#: shared-device mode, the page, the service worker and the stylesheet.
+MODULES = (
+    "deniable.js",
+    "ohttp.js",
+    "conditions.js",
+    "memo.js",
+    "languages.js",
+    "markdown.js",
+    "shared-device.js",
+    "respond.js",
+    "sw.js",
+    "respond.css",
+)
 #: The modules other modules import: the import map pins them (a script tag pins the rest).
-IMPORTED = ("deniable.js", "conditions.js", "memo.js")
+#: respond.js imports all but deniable.js only for a survey that needs them (a relay, skip
+#: logic, waves, several languages, markdown, a shared device), so that a page loads only the
+#: code it runs.
+IMPORTED = (
+    "deniable.js",
+    "ohttp.js",
+    "conditions.js",
+    "memo.js",
+    "languages.js",
+    "markdown.js",
+    "shared-device.js",
+)
 #: The bare specifier the import map gives the protocol module.
 SPECIFIER = "deniable"
 
@@ -93,6 +116,14 @@ def page_csp(import_map_text: str, *, connect: str = "'self'", meta: bool = Fals
     return policy if meta else f"{policy}; frame-ancestors 'none'"
 
 
+def connect_sources(survey: Survey, *origins: str) -> str:
+    """The page's CSP connect-src: itself, `origins` (an exported page's aggregator) and the
+    survey's relay when it names one (docs/anonymity.md)."""
+    route = getattr(survey, "route", None)
+    relay = (route.relay_origin,) if route is not None else ()
+    return " ".join(dict.fromkeys(("'self'", *origins, *relay)))
+
+
 def pinned_survey(survey: Survey) -> str:
     """The pinned survey as the page carries it: the resolved document and its hash."""
     return script_data({"survey": survey.to_dict(), "survey_hash": survey.hash})
@@ -113,6 +144,32 @@ def choose_language(survey: Survey, asked: str | None) -> str:
     return survey.language_for(asked) or survey.language
 
 
+#: The page's plural texts (the template's `tn()`, by singular msgid): the page carries their
+#: forms in each of the survey's languages.
+PAGE_PLURALS = (
+    "{count} answer waiting to be sent from this device.",
+    "{count} answer sent from this device.",
+)
+
+
+def page_plurals(survey: Survey) -> str:
+    """The plural forms of the page's plural texts in each of the survey's languages that has
+    them in its catalog, as the page carries them: `{tag: {"index": "...", "forms": {msgid:
+    [form, ...]}}}`, where the digit at position n of `index` is the form for the number n
+    (gettext's Plural-Forms of the catalog, written by Babel; docs/translations.md). A language
+    without them shows English's two forms, which the page knows."""
+    carried = {}
+    for tag in survey_languages(survey):
+        forms = {
+            msgid: found
+            for msgid, found in i18n.plural_messages(tag).items()
+            if msgid in PAGE_PLURALS
+        }
+        if forms:
+            carried[tag] = {"index": i18n.plural_index(tag), "forms": forms}
+    return script_data(carried)
+
+
 def page_messages(survey: Survey) -> str:
     """The product's words in each of the survey's languages (`{tag: {msgid: text}}`), as the
     page carries them so that its language switcher works offline and in an exported page."""
@@ -120,12 +177,15 @@ def page_messages(survey: Survey) -> str:
 
 
 def explanations(survey: Survey) -> dict[str, dict[str, Any]]:
-    """The plain-words explanations (shared/explain.py, the text of `deniable explain`) in each
-    of the survey's languages: `{tag: {"questions": {qid: text}, "totals": [line, ...]}}`."""
+    """The plain-words explanations (shared/explain.py, the text of `deniable explain`) of the
+    randomized questions in each of the survey's languages (a plain question says it is plain
+    in one sentence of its own): `{tag: {"questions": {qid: text}, "totals": [line, ...]}}`."""
     return {
         tag: {
             "questions": {
-                q.id: " ".join(question_lines(q, lang=tag)) for q in survey.questions.values()
+                q.id: " ".join(question_lines(q, lang=tag))
+                for q in survey.questions.values()
+                if not q.plain
             },
             "totals": total_lines(survey, lang=tag),
         }
@@ -163,16 +223,31 @@ class Slot:
         self.marker = marker  # an attribute name the page's tests and scripts select it by
 
 
-def _fixed(translate: Callable[[str], str]) -> Callable[..., Any]:
+def _fixed(
+    translate: Callable[[str], str],
+    translate_n: Callable[[str, str, int], str] | None = None,
+    *,
+    switchable: bool = True,
+) -> Callable[..., Any]:
     """The template's `t(msgid, **args)`: the element's attributes and text of a fixed text
     (the msgid and its arguments for respond.js's language switcher; `Slot` arguments become
     `<output>` elements the script keeps up to date, markup arguments are the template's own
-    elements, each with its `data-slot`)."""
+    elements, each with its `data-slot`). With `translate_n` it is `tn(msgid, plural, **args)`:
+    the form for the number in the `count` argument (a Slot's initial text), and the element
+    says both msgids and which slot counts, so the script picks the form again when it changes
+    (`data-t-plural`, `data-t-count`; docs/translations.md). A page that is not `switchable`
+    (a survey in one language) says the msgid of its plural texts only: nothing else changes."""
     from markupsafe import Markup, escape
 
-    def fixed(msgid: str, tag: str = "span", _attrs: str = "", **args: Any) -> Markup:
+    def fixed(
+        msgid: str, tag: str = "span", _attrs: str = "", _plural: str | None = None, **args: Any
+    ) -> Markup:
         plain = {k: v for k, v in args.items() if not isinstance(v, Slot | Markup)}
-        text = translate(msgid)
+        if _plural is None or translate_n is None:
+            text = translate(msgid)
+        else:
+            count = args["count"]
+            text = translate_n(msgid, _plural, int(getattr(count, "initial", count)))
         parts = []
         last = 0
         for match in _PLACEHOLDER.finditer(text):
@@ -195,7 +270,14 @@ def _fixed(translate: Callable[[str], str]) -> Callable[..., Any]:
                 parts.append(escape(str(value)))
             last = match.end()
         parts.append(escape(text[last:]))
+        if not switchable and _plural is None:
+            extra = Markup(" ") + Markup(_attrs) if _attrs else Markup("")
+            return Markup("<{}{}>{}</{}>").format(
+                Markup(tag), extra, Markup("").join(parts), Markup(tag)
+            )
         attrs = Markup(' data-t="{}"').format(msgid)
+        if _plural is not None:
+            attrs += Markup(' data-t-plural="{}" data-t-count="count"').format(_plural)
         if plain:
             attrs += Markup(' data-t-args="{}"').format(
                 json.dumps(plain, ensure_ascii=False, sort_keys=True)
@@ -208,12 +290,21 @@ def _fixed(translate: Callable[[str], str]) -> Callable[..., Any]:
     return fixed
 
 
+def _plural_fixed(fixed: Callable[..., Any]) -> Callable[..., Any]:
+    """The template's `tn(msgid, plural, **args)` (see _fixed): `count` selects the form."""
+
+    def plural_fixed(msgid: str, plural: str, tag: str = "span", _attrs: str = "", **args: Any):
+        return fixed(msgid, tag, _attrs, _plural=plural, **args)
+
+    return plural_fixed
+
+
 def _question_entry(
     question: Question, texts: Mapping[str, Any], explained: Mapping[str, Any]
 ) -> dict[str, Any]:
     return {
         "question": question,
-        "explanation": explained["questions"][question.id],
+        "explanation": explained["questions"].get(question.id),
         "texts": texts["questions"][question.id],
         "relevant": question.relevant,
     }
@@ -227,7 +318,8 @@ def _environment() -> Environment:
     return Environment(
         loader=PackageLoader("deniable.shared", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
         keep_trailing_newline=True,
     )
 
@@ -257,6 +349,9 @@ def render_page(
     from markupsafe import Markup
 
     translate = i18n.translator(chosen)
+    switchable = len(survey_languages(survey)) > 1
+    fixed = _fixed(translate, i18n.plural_translator(chosen), switchable=switchable)
+    others = {tag: words for tag, words in explained.items() if tag != chosen}
     template = _environment().get_template("respond.html")
     return template.render(
         survey=survey,
@@ -268,7 +363,9 @@ def render_page(
         direction=i18n.direction(chosen),
         languages=survey_languages(survey),
         _=translate,
-        t=_fixed(translate),
+        t=fixed,
+        tn=_plural_fixed(fixed),
+        switchable=switchable,
         Slot=Slot,
         totals=explained[chosen]["totals"],
         aggregator=aggregator,
@@ -277,7 +374,9 @@ def render_page(
         import_map=Markup(import_map(assets, integrity)),  # escaped by script_data
         pinned=Markup(pinned_survey(survey)),  # escaped by script_data
         messages=Markup(page_messages(survey)),  # escaped by script_data
-        explained=Markup(script_data(explained)),  # escaped by script_data
+        plurals=Markup(page_plurals(survey)),  # escaped by script_data
+        # The other languages' explanations: the page's own language is in its HTML already.
+        explained=Markup(script_data(others)),  # escaped by script_data
         service_worker=service_worker,
         closed=closed,
         cap=cap,
@@ -291,15 +390,34 @@ def render_page(
 #: The epsilon a browser may spend over every survey it answers (the Python client's default).
 PAGE_EPSILON_CAP = 10.0
 #: The files the aggregator's /s/<id> loads from /static/ (its worker comes from /s/sw.js).
-SERVED_ASSETS = ("deniable.js", "conditions.js", "memo.js", "respond.js", "respond.css")
+SERVED_ASSETS = (
+    "deniable.js",
+    "ohttp.js",
+    "conditions.js",
+    "memo.js",
+    "languages.js",
+    "markdown.js",
+    "shared-device.js",
+    "respond.js",
+    "respond.css",
+)
 #: What an exported page's footer suggests (it cannot know where it will be hosted).
 EXPORT_HINT = "deniable verify-page ADDRESS-OF-THIS-PAGE"
 
 
-def served_assets(root: str) -> dict[str, str]:
+def asset_version(integrity: Mapping[str, str]) -> str:
+    """The version of the page's files: 16 hex digits of the sha256 of their integrity values,
+    so that any change of any file gives every URL a new version (and a year-long cache)."""
+    text = "".join(f"{name} {integrity[name]}\n" for name in SERVED_ASSETS)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def served_assets(root: str, integrity: Mapping[str, str]) -> dict[str, str]:
     """The URLs of the aggregator page's files, for an app mounted at `root` ("" at the host's
-    root)."""
-    return {name: f"{root}/static/{name}" for name in SERVED_ASSETS}
+    root): `/static/v/<version>/<name>`, one directory per version of the files (modules import
+    each other by relative URL), each file cacheable for a year."""
+    version = asset_version(integrity)
+    return {name: f"{root}/static/v/{version}/{name}" for name in SERVED_ASSETS}
 
 
 def served_page(
@@ -318,7 +436,7 @@ def served_page(
     return render_page(
         survey,
         aggregator=aggregator,
-        assets=served_assets(root),
+        assets=served_assets(root, integrity),
         integrity=integrity,
         service_worker=f"{root}/s/sw.js",
         closed=closed,
@@ -351,5 +469,7 @@ def exported_page(
         module_sha256=module_sha256,
         verify_hint=EXPORT_HINT,
         exported=True,
-        meta_csp=page_csp(import_map(assets, integrity), connect=f"'self' {aggregator}", meta=True),
+        meta_csp=page_csp(
+            import_map(assets, integrity), connect=connect_sources(survey, aggregator), meta=True
+        ),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from types import MappingProxyType
@@ -265,6 +265,54 @@ class Answers(dict):  # type: ignore[type-arg]
 def arms_of(answers: Mapping[str, Any]) -> Mapping[str, str]:
     """The split-ballot arms of checked answers (empty when none)."""
     return getattr(answers, "arms", None) or {}
+
+
+#: What ends a stored body's answers (and arms): `public_key` is the next field in key order.
+_AFTER_ANSWERS = ',"public_key":'
+
+
+def answer_pattern(
+    survey: Survey, answers: Mapping[str, Any], arms: Mapping[str, str] | None = None
+) -> str:
+    """A report's answer pattern: what the aggregator counts per distinct value so that its
+    analyses read counts, never reports (docs/architecture.md). The canonical JSON of
+    {"answers": the answer to every question held but text ones, "arms": the split-ballot
+    arms (a survey with split-ballot questions only)}; a skipped question is absent."""
+    pattern: dict[str, Any] = {
+        "answers": {
+            qid: value
+            for qid, value in answers.items()
+            if survey.questions[qid].kind.rows != "candidates"
+        }
+    }
+    if survey.split:
+        pattern[ARMS] = dict(arms or {})
+    return canonical_json(pattern).decode("utf-8")
+
+
+def has_text(survey: Survey) -> bool:
+    """Whether the survey has a text question (whose answers a pattern leaves out)."""
+    return any(q.kind.rows == "candidates" for q in survey.questions.values())
+
+
+def body_pattern(body: str) -> str:
+    """`answer_pattern` of a stored body (the canonical JSON of a checked report) of a survey
+    without text questions, cut from the body: its answers and arms come first, in key order,
+    and no answer of those questions holds a quote (numbers and strings of 0 and 1)."""
+    return body[: body.index(_AFTER_ANSWERS)] + "}"
+
+
+def body_patterns(survey: Survey) -> Callable[[str], str]:
+    """The answer pattern of each stored body of `survey`: cut from it (`body_pattern`), or,
+    when the survey has text questions to leave out, from its parsed answers."""
+    if not has_text(survey):
+        return body_pattern
+
+    def parsed(body: str) -> str:
+        report = json.loads(body)
+        return answer_pattern(survey, report["answers"], report.get(ARMS))
+
+    return parsed
 
 
 def _checked_arms(survey: Survey, arms: object, asked: Collection[str]) -> dict[str, str]:

@@ -45,6 +45,7 @@ from deniable.shared.questions import (
     question_type,
     stored_survey_texts,
 )
+from deniable.shared.route import KEYS_FIELD, RELAY_FIELD, Route, parse_route
 from deniable.shared.sketches import Sketch, SketchAnswer
 from deniable.shared.text import MAX_TEXT_ANSWER, normalize_text
 
@@ -75,6 +76,8 @@ _SURVEY_FIELDS = {
     "translations",
     waves.SERIES_FIELD,
     waves.WAVE_FIELD,
+    RELAY_FIELD,
+    KEYS_FIELD,
 }
 #: Where a survey is answered (docs/surveys.md): each respondent's own device, the default, or
 #: one device passed from respondent to respondent (`"device": "shared"`).
@@ -494,6 +497,8 @@ class Survey:
     #: The series this survey is a wave of, and its number (docs/surveys.md#waves).
     series: str | None = None
     wave: int | None = None
+    #: The relay its reports go through and the key they are sealed to (docs/anonymity.md).
+    route: Route | None = None
 
     @cached_property
     def epsilon(self) -> float:
@@ -672,6 +677,8 @@ class Survey:
         if self.series is not None:  # absent outside a series: older surveys keep their hash
             doc[waves.SERIES_FIELD] = self.series
             doc[waves.WAVE_FIELD] = self.wave
+        if self.route is not None:  # absent without a relay: older surveys keep their hash
+            doc.update(self.route.to_dict())
         return doc
 
     @classmethod
@@ -755,6 +762,7 @@ class Survey:
             language,
             translations,
             *waves.parse_series(doc),
+            route=parse_route(doc, enrollment),
         )
         waves.check_survey(survey)
         total = doc.get("epsilon")

@@ -16,6 +16,7 @@ import requests
 from hypothesis import settings
 
 from tests.postgres_support import PostgresCluster, PostgresUnavailable
+from tests.redis_support import RedisServer, RedisUnavailable
 
 # Property tests draw the same examples on every run and machine: a failure is reproducible,
 # and the suite never passes or fails by the luck of the draw.
@@ -142,6 +143,20 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         pytest.skip(f"PostgreSQL backend tests skipped: no PostgreSQL could be started ({exc})")
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A throwaway Redis server for the session (skipped when none can start, unless CI)."""
+    try:
+        server = RedisServer(free_port())
+        server.start()
+    except RedisUnavailable as exc:
+        if _in_ci():
+            pytest.fail(f"CI needs Redis for the shared rate limit tests: {exc}")
+        pytest.skip(f"shared rate limit tests skipped: no Redis could be started ({exc})")
+    yield server
+    server.stop()
 
 
 @pytest.fixture

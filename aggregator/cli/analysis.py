@@ -16,7 +16,7 @@ from flask.cli import with_appcontext
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.params import parse_confidence
+from deniable.aggregator.params import parse_confidence, parse_cuts
 from deniable.aggregator.stats.analyze import as_survey
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.stats.results import Results
@@ -157,18 +157,34 @@ def _level(confidence: str | None) -> float:
 @click.argument("survey_id", metavar="SURVEY")
 @click.argument("question")
 @click.option("--by", required=True, help="The plain question to group by.")
+@click.option(
+    "--cuts",
+    default=None,
+    help="Band a plain integer --by at these numbers, like 30,50: < 30, 30–49, ≥ 50.",
+)
 @offline_options
 @with_appcontext
 @friendly
-def breakdown_command(survey_id: str, question: str, by: str, **options: Any) -> None:
-    """A randomized QUESTION's estimates within each group of a plain question (--by)."""
+def breakdown_command(
+    survey_id: str, question: str, by: str, cuts: str | None, **options: Any
+) -> None:
+    """A randomized QUESTION's estimates within each group of a plain question (--by; a plain
+    integer in bands with --cuts)."""
     level = _level(options["confidence"])
+    bands = parse_cuts(cuts)
     if offline(options):
         survey, reports, verify = source(
             survey_id, options["reports"], options["survey_file"], options["answers"]
         )
         doc = stats.breakdown(
-            survey, reports, question, by, level, verify=verify, **weighting(options)
+            survey,
+            reports,
+            question,
+            by,
+            level,
+            verify=verify,
+            cuts=bands,
+            **weighting(options),
         )
     else:
         store = existing_store(survey_id)
@@ -180,6 +196,7 @@ def breakdown_command(survey_id: str, question: str, by: str, **options: Any) ->
             confidence=level,
             cache=survey_cache(),
             who=OPERATOR,
+            cuts=bands,
             **weighting(options),
         )
     _print(doc, options["as_json"])

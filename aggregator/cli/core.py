@@ -20,12 +20,14 @@ from flask.cli import FlaskGroup
 from deniable.aggregator import accounts, demo, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli import accounts as account_commands
-from deniable.aggregator.cli import analysis, export, maintenance, research
+from deniable.aggregator.cli import analysis, export, gateway, maintenance, research
 from deniable.aggregator.cli import series as series_commands
 from deniable.aggregator.cli import survey as survey_commands
 from deniable.aggregator.cli.errors import CLIError, friendly
+from deniable.aggregator.gateway import keys as gateway_keys
 from deniable.aggregator.params import parse_candidates, parse_confidence
 from deniable.aggregator.stats.limits import Limits
+from deniable.aggregator.stats.shuffle_results import shuffle_summary
 from deniable.aggregator.web.app import create_app
 from deniable.aggregator.web.db import existing_store, get_store, survey_cache
 from deniable.aggregator.web.serving import bind, serve
@@ -75,6 +77,7 @@ def run_command(host: str, port: int) -> None:
 def init_db_command() -> None:
     """Create the database or bring its schema up to date."""
     version = get_store().migrate()
+    gateway_keys.ensure_key(get_store())  # the OHTTP gateway's first key (docs/anonymity.md)
     click.echo(f"database ready under {current_app.config['DATA_DIR']} (schema version {version})")
 
 
@@ -201,6 +204,8 @@ def results_command(
         click.echo(json.dumps(doc.to_dict(), indent=2))
     else:
         click.echo(doc.summary())
+        for line in shuffle_summary(doc):  # a relay survey's central epsilon (docs/anonymity.md)
+            click.echo(line)
 
 
 @cli.command("demo")
@@ -214,15 +219,35 @@ def results_command(
     help="Simulated respondents, when the demo survey has no reports yet.",
 )
 @click.option("--no-serve", is_flag=True, help="Prepare the demo data and exit.")
+@click.option(
+    "--xlsform",
+    "xlsforms",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also a survey from this XLSForm (make demo: a real public one).",
+)
+@click.option(
+    "--drop-unsupported", is_flag=True, help="With --xlsform: leave out what it cannot honour."
+)
 @friendly
-def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None:
+def demo_command(
+    host: str,
+    port: int,
+    respondents: int,
+    no_serve: bool,
+    xlsforms: tuple[Path, ...],
+    drop_unsupported: bool,
+) -> None:
     """Serve example surveys answered by simulated respondents; print an admin token and an
     analyst's.
 
     The respondents go through the real client's HTTP layer to this very server: each signs
     its randomized report with a fresh key and the reports are posted in batches."""
     store = get_store()
-    docs = demo.demo_survey_docs()
+    more = [(path.name, survey_commands.read_form(path)) for path in xlsforms]
+    docs, notices = demo.demo_survey_docs(more, drop_unsupported=drop_unsupported)
+    for notice in notices:
+        click.echo(f"note: {notice}", err=True)
     records = [surveys.create_survey(store, doc, who=OPERATOR)[0] for doc in docs]
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     server = bind(app, host, port)
@@ -261,6 +286,7 @@ def demo_command(host: str, port: int, respondents: int, no_serve: bool) -> None
 
 
 cli.add_command(research.plan_command)
+cli.add_command(gateway.rotate_command)
 for _command in account_commands.COMMANDS:
     cli.add_command(_command)
 for _command in maintenance.COMMANDS:

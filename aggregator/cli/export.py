@@ -22,18 +22,20 @@ from deniable.aggregator.web.db import existing_store, provider, survey_cache
     "fmt",
     type=click.Choice(exports.FORMATS),
     required=True,
-    help="csv: answers.csv (a row per report); dta: Stata; sav: SPSS; r: analysis.R for "
-    "--formula, fitting it with rr::rrreg on answers.csv.",
+    help="csv: answers.csv (a row per report); dta: Stata; sav: SPSS; r: analysis.R, fitting "
+    "--formula with R's rr on answers.csv (without it: each randomized yes/no question's share).",
 )
 @click.option(
-    "--formula", default=None, help="With --format r: outcome ~ covariates, like smokes ~ age."
+    "--formula",
+    default=None,
+    help="With --format r: outcome ~ covariates, like smokes ~ I(age / 10) + region.",
 )
 @with_appcontext
 @friendly
 def export_command(survey_id: str, out: Path, fmt: str, formula: str | None) -> None:
     """Write a survey's answers (or the R script that analyses them) to OUT."""
-    if (fmt == "r") != (formula is not None):
-        raise click.UsageError("give --formula with --format r, and only then")
+    if formula is not None and fmt != "r":
+        raise click.UsageError("--formula goes with --format r only")
     store = existing_store(survey_id)
     if fmt == "csv":
         lines = exports.answers_csv(provider(), survey_id, who=OPERATOR)
@@ -45,7 +47,6 @@ def export_command(survey_id: str, out: Path, fmt: str, formula: str | None) -> 
         click.echo(f"wrote {out} ({rows} reports)", err=True)
         return
     if fmt == "r":
-        assert formula is not None
         script = exports.analysis_script(
             store, survey_id, formula, who=OPERATOR, cache=survey_cache()
         )

@@ -20,14 +20,18 @@ from deniable.shared.errors import DeniableError
 
 @click.command("verify")
 @click.argument("survey")
-@click.option("--repair", is_flag=True, help="Replace differing tallies and n by the recount.")
+@click.option(
+    "--repair", is_flag=True, help="Replace differing tallies, n and patterns by the recount."
+)
 @with_appcontext
 @friendly
 def verify_command(survey: str, repair: bool) -> None:
-    """Recount SURVEY's n and tallies from its stored reports; exit 1 on any difference.
+    """Recount SURVEY's n, tallies and answer patterns from its stored reports; exit 1 on any
+    difference.
 
-    Reports purged by retention count by their kept totals. --repair rewrites n and every
-    tally in one transaction (exit 0 once repaired)."""
+    Reports purged by retention count by their kept totals (their answer patterns are gone
+    with them). --repair rewrites n, every tally and the patterns in one transaction (exit 0
+    once repaired)."""
     found = recount.verify(existing_store(survey), survey, tally, repair=repair)
     lines = recount.differences(found)
     purged = f", {found.purged_n} of them purged" if found.purged_n else ""

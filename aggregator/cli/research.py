@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from deniable.aggregator.cli import simulate_http
+from deniable.aggregator.cli.shuffle import SHUFFLE_OPTIONS, plan_shuffle, shuffle_options
 from deniable.aggregator.params import ParamError, parse_confidence
 from deniable.aggregator.stats import planning, power, series_planning, simulate
 from deniable.shared.errors import DeniableError
@@ -155,6 +156,7 @@ def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
     "The margin is a text candidate's share.",
 )
 @series_options
+@shuffle_options
 @test_options
 def plan_command(
     epsilon: float | None,
@@ -171,6 +173,12 @@ def plan_command(
     output. With --test: the power of a hypothesis test at --n, or the n for a --power. With
     --series: respondents per wave of a series at (--epsilon-perm, --epsilon-1)."""
     series = {name: test.pop(name) for name in SERIES_OPTIONS}
+    shuffled = {name: test.pop(name) for name in SHUFFLE_OPTIONS}
+    if shuffled.pop("shuffle"):  # docs/anonymity.md: the central epsilon of a relay's batches
+        plan_shuffle(test["n"], shuffled["epsilon_0"], shuffled["delta"], test["as_json"])
+        return
+    if any(value is not None for value in shuffled.values()):
+        raise click.UsageError("--epsilon-0 and --delta go with --shuffle")
     if series["series"]:
         if test["test"] is not None or respondents is not None or width is not None or sketch:
             raise click.UsageError("--series takes --margin, --change-margin or --trend-margin, "

@@ -1,8 +1,10 @@
 """`deniable-aggregator survey import|export`: surveys as XLSForm spreadsheets (docs/xlsform.md).
 
-`import FORM.xlsx` prints the survey document the form gives (`--create` also creates it, as
-`create-survey` does, through `surveys.create_survey`); `export ID --xlsform OUT.xlsx` writes a
-survey back as a form that imports to the same resolved survey.
+`import FORM.xlsx` prints the survey document the form gives and its notices (`--create` also
+creates it, as `create-survey` does, through `surveys.create_survey`; `--dry-run` checks it as
+that would and creates nothing; `--drop-unsupported` leaves out the rows deniable cannot
+honour); `export ID --xlsform OUT.xlsx` writes a survey back as a form that imports to the same
+survey (its hash).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from deniable.aggregator.refusals import survey_or_404
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.web.db import existing_store, get_store, survey_cache
 from deniable.shared.errors import SurveyError
+from deniable.shared.survey import Survey
 
 
 @click.group("survey", cls=AppGroup)
@@ -28,7 +31,7 @@ def survey_group() -> None:
     """Surveys as XLSForm spreadsheets: import one, or export a survey as one."""
 
 
-def _read_form(path: Path) -> bytes:
+def read_form(path: Path) -> bytes:
     """The file's bytes, refusing one over the XLSForm size limit before reading it all."""
     try:
         with path.open("rb") as handle:
@@ -36,7 +39,7 @@ def _read_form(path: Path) -> bytes:
     except FileNotFoundError:
         raise CLIError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise CLIError(f"{path}: a directory, not an .xlsx file") from None
+        raise CLIError(f"{path}: a directory, not an .xlsx or .xls file") from None
     except OSError as exc:
         raise CLIError(f"{path}: {exc.strerror}") from None
     if len(data) > forms.MAX_FORM_BYTES:
@@ -53,18 +56,51 @@ def _read_form(path: Path) -> bytes:
 @click.option(
     "--owner", default=None, metavar="ACCOUNT", help="With --create: make this account an owner."
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the document and every notice, check it as --create would, create nothing.",
+)
+@click.option(
+    "--drop-unsupported",
+    is_flag=True,
+    help="Leave out the rows deniable cannot honour (each named in a notice).",
+)
 @friendly
-def import_command(form: Path, create: bool, owner: str | None) -> None:
-    """Print the survey document of the XLSForm FORM (.xlsx) as JSON; --create also creates
-    it. An XLSForm row deniable cannot honour is an error naming its sheet and row."""
+def import_command(
+    form: Path, create: bool, owner: str | None, dry_run: bool, drop_unsupported: bool
+) -> None:
+    """Print the survey document of the XLSForm FORM (.xlsx or .xls) as JSON; --create also
+    creates it. Notices (what the import leaves out or changes) go to stderr; every problem is
+    named in one run, one line each, and nothing is created while any remains."""
     if owner is not None and not create:
         raise click.UsageError("--owner goes with --create")
-    data = _read_form(form)
+    data = read_form(form)
     try:
-        doc = forms.import_xlsform(data, filename=form.name)
-    except SurveyError as exc:
-        raise CLIError(f"{form}: {exc}") from None
+        imported = forms.read_xlsform(data, filename=form.name, drop_unsupported=drop_unsupported)
+    except forms.XLSFormError as exc:
+        for notice in exc.notices:
+            click.echo(f"note: {notice}", err=True)
+        for problem in exc.problems:
+            click.echo(f"error: {form}: {problem}", err=True)
+        count = len(exc.problems)
+        raise CLIError(
+            f"{form}: {count} problem{'s' if count != 1 else ''}; nothing was created"
+        ) from None
+    doc = imported.document
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    for notice in imported.notices:
+        click.echo(f"note: {notice}", err=True)
+    if dry_run:
+        try:
+            survey = Survey.from_dict(doc)
+            surveys.check_survey_limits(survey, Limits.from_config(current_app.config))
+        except SurveyError as exc:
+            raise CLIError(f"{form}: {exc}") from None
+        for notice in surveys.language_notices_of(survey.to_dict()):
+            click.echo(f"note: {notice}", err=True)
+        click.echo(f"dry run: survey {doc['id']!r} would be created; nothing was", err=True)
+        return
     if not create:
         return
     store = get_store()

@@ -1,13 +1,20 @@
-"""analysis.R: an R script that reads answers.csv and fits a formula with rr::rrreg, the
-design's p, p0 and p1 filled in (docs/analysis.md, "Exports for R, Stata and SPSS"). The
-formula is data: only the characters of R_FORMULA_CHARS, question ids and operators, checked
-token by token, and written into an R string literal escaped by `r_string`, so nothing of it can
-leave the string."""
+"""analysis.R: an R script that reads answers.csv and fits, with R's rr, any formula `regress`
+accepts (docs/analysis.md, "Exports for R, Stata and SPSS"): rr::rrreg for a randomized yes/no
+outcome (or one option of a randomized question), rr::rrreg.predictor for a plain outcome with
+a randomized yes/no among the terms, each with the design's p, p0 and p1 filled in; without a
+formula, each randomized yes/no question's share with rr::rrreg(q ~ 1).
+
+The formula is data: it is read by regress's own grammar (stats/formula.py: question ids,
+numbers, `+ - * / ** :`, parentheses, `C(id)`, `I(arithmetic)`, `-1`/`+0`) and checked against
+the survey as regress checks it, then written out again from its syntax tree in R's words
+(`C(id)` as `factor(id)`, `**` as `^`) inside an R string literal escaped by `r_string`, so
+nothing of what was sent reaches the script but ids, numbers and operators.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -16,29 +23,32 @@ from deniable.aggregator import access, audit
 from deniable.aggregator.access import Principal
 from deniable.aggregator.ingest import SurveyCache
 from deniable.aggregator.refusals import ActionError
+from deniable.aggregator.stats import formula as grammar
+from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.store import Store
 from deniable.shared.survey import Question, Survey
 
-#: Characters in an analysis.R formula.
-MAX_R_FORMULA = 500
-#: The only characters an analysis.R formula may hold: question ids, in backticks when they
-#: hold "-", the operators ~ + - * : and parentheses, 0 and 1 for the intercept, spaces.
-R_FORMULA_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-`~+*:() ")
+#: The derived 0/1 outcome of `id[option]` (a name no question id can have: ids hold no dot).
+OUTCOME_COLUMN = "deniable.outcome"
+#: rrreg starts its EM from random values (rnorm): the script fixes R's seed so that a run
+#: gives the same numbers every time.
+SEED = 20260101
 
 
-def design_of(question: Question) -> dict[str, Fraction]:
-    """rr's forced-response p, p1, p0 of a randomized binary question's (p*, q*): answer
-    truthfully with p = p* - q*, "yes" with p1 = q*, "no" with p0 = 1 - p*. Every keep-or-flip
-    or two-coin design is one (rr's mirrored design with p is p = 2p - 1, p1 = 1 - p)."""
-    p_star = Fraction(question.randomizer.p_star)
-    q_star = Fraction(question.randomizer.q_star)
+def design_of(question: Question, option: int | None = None) -> dict[str, Fraction]:
+    """rr's forced-response p, p1, p0 of a randomized yes/no answer's (p*, q*) (of `option`'s
+    pair for one option of another question): answer truthfully with p = p* - q*, "yes" with
+    p1 = q*, "no" with p0 = 1 - p*. Every keep-or-flip or two-coin design is one (rr's mirrored
+    design with p is p = 2p - 1, p1 = 1 - p)."""
+    if option is None:
+        p_star = Fraction(question.randomizer.p_star)
+        q_star = Fraction(question.randomizer.q_star)
+    else:
+        p_star, q_star = (Fraction(v) for v in question.randomizer.option_pairs()[option])
     return {"p": p_star - q_star, "p1": q_star, "p0": 1 - p_star}
 
 
 # -- R ----------------------------------------------------------------------------------------
-_R_TOKEN = re.compile(r"\s+|`([a-z0-9][a-z0-9_-]{0,63})`|([a-z0-9_]+)|([~+*:()-])")
-
-
 #: R's reserved words that a question id may spell (they need backticks in a formula).
 _R_RESERVED = frozenset("if else repeat while function for next break in inf nan na".split())
 
@@ -67,129 +77,147 @@ def r_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+#: How tightly each Wilkinson operator binds (R's and regress's grammar alike).
+_BINDS = {"+": 0, "-": 0, "*": 1, "/": 1, ":": 2}
+
+
+def r_terms(node: grammar.Node | None, within: int = -1) -> str:
+    """The right-hand side of a formula, read by regress's grammar, in R's words: the same
+    Wilkinson operators, `C(id)` as `factor(id)`, `**` as `^` (a power of terms, and a power
+    inside I()); a group of terms in parentheses where it sits inside operators that bind as
+    tightly or more (`within`: the enclosing operators' binding)."""
+    if node is None:
+        return "1"
+    kind = node.kind
+    if kind == "id":
+        return _r_name(node.text)
+    if kind == "num":
+        return node.text
+    if kind == "C":
+        return f"factor({_r_name(node.text)})"
+    if kind == "I":
+        return f"I({_r_arithmetic(node.children[0], top=True)})"
+    if kind in ("neg", "pos"):
+        return ("-" if kind == "neg" else "+") + r_terms(node.children[0], 3)
+    if kind == "**":
+        return f"({r_terms(node.children[0])})^{node.text}"
+    binds = _BINDS[node.text[0]]
+    parts = [r_terms(node.children[0], binds)]
+    for op, child in zip(node.text, node.children[1:], strict=True):
+        parts.append(f" {op} " if op in "+-*/" else op)
+        parts.append(r_terms(child, binds))
+    text = "".join(parts)
+    return f"({text})" if binds <= within else text
+
+
+def _r_arithmetic(node: grammar.Node, top: bool = False) -> str:
+    """Arithmetic inside I(...) in R: the same operators, `**` as `^`, each operation inside
+    another in parentheses."""
+    if node.kind == "id":
+        return _r_name(node.text)
+    if node.kind == "num":
+        return node.text
+    if node.kind == "neg":
+        return f"(-{_r_arithmetic(node.children[0])})"
+    left, right = (_r_arithmetic(child) for child in node.children)
+    op = "^" if node.kind == "**" else node.kind
+    return f"{left} {op} {right}" if top else f"({left} {op} {right})"
+
+
 @dataclass(frozen=True)
-class RFormula:
-    """A checked analysis.R formula: R's text, its outcome and the covariates it names."""
+class RModel:
+    """A formula as analysis.R fits it: R's formula text, the outcome (its question, the option
+    it is, or a plain number's linear model), the covariates it reads and the randomized
+    predictor (rrreg.predictor's model) if any."""
 
     text: str
     outcome: str
+    option: int | None
     covariates: tuple[str, ...]
+    predictor: str | None = None
+    linear: bool = False
 
 
-def _check_shape(tokens: Sequence[tuple[str, str]], refuse: Any) -> None:
-    """The covariates' tokens read as R reads a formula's right side: operands (ids, 0, 1,
-    parenthesized terms, with an optional leading -) between the operators + - * :."""
-    depth, operand = 0, True  # whether an operand comes next
-    for kind, text in tokens:
-        if operand:
-            if text == "(":
-                depth += 1
-                if depth > 20:
-                    raise refuse("parentheses nested over 20 deep")
-            elif text == "-":
-                continue
-            elif kind in ("id", "number"):
-                operand = False
-            else:
-                raise refuse(f"expected a question id, 0, 1 or '(' before {text!r}")
-        elif text == ")":
-            depth -= 1
-            if depth < 0:
-                raise refuse("unbalanced parentheses: a ')' without its '('")
-        elif text in ("+", "-", "*", ":"):
-            operand = True
+def r_model(survey: Survey, formula: str) -> RModel:
+    """The model analysis.R fits for `formula`: every formula regress accepts on this survey
+    (ActionError invalid with regress's own words otherwise), but a split ballot's arms."""
+    from deniable.aggregator.stats.predictor import _check_predictor, _outcome_of, predictor_of
+    from deniable.aggregator.stats.regress import _covariates, _outcome, arm_covariate
+
+    try:
+        parsed = grammar.parse(formula)
+        tree = grammar.terms_tree(parsed.rhs)
+        predictor = predictor_of(survey, parsed)
+        if predictor is not None:
+            _check_predictor(survey, parsed, predictor)
+            linear, option = _outcome_of(survey, parsed)
+            others = tuple(qid for qid in parsed.ids if qid != predictor)
+            covariates = _covariates(survey, dataclasses.replace(parsed, ids=others))
         else:
-            raise refuse(f"expected + - * : or ')' before {text!r}")
-    if operand:
-        raise refuse("the formula ends with an operator; end it with a question id, 0 or 1")
-    if depth:
-        raise refuse("unbalanced parentheses: a '(' without its ')'")
-
-
-def check_r_formula(survey: Survey, formula: str) -> RFormula:
-    """The formula if rr::rrreg can fit it on answers.csv: `outcome ~ covariates`, the outcome
-    a randomized binary question, the covariates plain questions (ids in backticks when they
-    hold '-'), joined by + - * : and parentheses, 0 or 1 for the intercept; else ActionError
-    invalid saying what is allowed (docs/analysis.md)."""
-
-    def refuse(why: str) -> ActionError:
-        return ActionError("invalid", f"formula: {why}")
-
-    if not isinstance(formula, str) or not formula.strip():
-        raise refuse("give one, like smokes ~ age + region")
-    if len(formula) > MAX_R_FORMULA:
-        raise refuse(f"at most {MAX_R_FORMULA} characters, got {len(formula)}")
-    bad = sorted({c for c in formula if c not in R_FORMULA_CHARS})
-    if bad:
-        raise refuse(
-            f"{bad[0]!r} is not allowed; use question ids (in backticks when they hold '-'), "
-            "~ + - * : ( ), 0 or 1, and spaces"
+            _, option = _outcome(survey, parsed)
+            linear = False
+            covariates = _covariates(survey, parsed)
+    except AnalysisError as exc:
+        raise ActionError("invalid", str(exc)) from None
+    if parsed.outcome in survey.split or any(arm_covariate(survey, c) for c in covariates):
+        raise ActionError(
+            "invalid",
+            "formula: a split ballot's arms are fitted by regress only (rr's rrreg takes one "
+            "design for every report); fit it with the API or deniable-aggregator regress",
         )
-    tokens: list[tuple[str, str]] = []  # (kind, text): id, number or op
-    at = 0
-    while at < len(formula):
-        match = _R_TOKEN.match(formula, at)
-        if match is None:
-            raise refuse(f"cannot read {formula[at : at + 10]!r}; put ids with '-' in backticks")
-        if match.group(1) or match.group(2):
-            word = match.group(1) or match.group(2)
-            tokens.append(("number" if word in ("0", "1") else "id", word))
-        elif match.group(3):
-            tokens.append(("op", match.group(3)))
-        at = match.end()
-    tildes = [i for i, (kind, text) in enumerate(tokens) if kind == "op" and text == "~"]
-    if len(tildes) != 1 or tildes[0] != 1 or tokens[0][0] != "id" or len(tokens) < 3:
-        raise refuse("expected outcome ~ covariates, like smokes ~ age + region")
-    _check_shape(tokens[2:], refuse)
-    outcome = tokens[0][1]
-    question = survey.questions.get(outcome)
-    if question is None:
-        raise refuse(f"no question {outcome!r} in survey {survey.id!r}")
-    if question.plain or question.kind.rows != "yes":
-        raise refuse(
-            f"the outcome {outcome!r} must be a randomized yes/no question (rr::rrreg fits one)"
-        )
-    covariates: list[str] = []
-    for kind, word in tokens[2:]:
-        if kind != "id":
-            continue
-        covariate = survey.questions.get(word)
-        if covariate is None:
-            raise refuse(f"no question {word!r} in survey {survey.id!r}")
-        if not covariate.plain or covariate.kind.covariate is None:
-            raise refuse(
-                f"{word!r} cannot be a covariate: use plain yes/no, choice or number questions"
-            )
-        if word not in covariates:
-            covariates.append(word)
-    text = "".join(
-        _r_name(word) if kind == "id" else (f" {word} " if word in "~+-*" else word)
-        for kind, word in tokens
+    question = survey.questions[parsed.outcome]
+    derived = option is not None and option != question.kind.outcome_row  # `id[option]`
+    outcome = OUTCOME_COLUMN if derived else _r_name(parsed.outcome)
+    return RModel(
+        f"{outcome} ~ {r_terms(tree)}",
+        parsed.outcome,
+        None if linear else option,
+        tuple(covariates),
+        predictor,
+        linear,
     )
-    return RFormula(" ".join(text.split()), outcome, tuple(covariates))
 
 
-def r_script(survey: Survey, formula: str) -> str:
-    """analysis.R for `formula` (checked by check_r_formula): reads answers.csv from the
-    working directory, gives the covariates their types and option labels, fits rr::rrreg
-    with the outcome's design and prints summary()."""
-    checked = check_r_formula(survey, formula)
-    outcome = survey.questions[checked.outcome]
-    design = design_of(outcome)
-    p_star, q_star = outcome.randomizer.p_star, outcome.randomizer.q_star
-    outcome_name = r_string(checked.outcome)
-    lines = [
-        f"# analysis.R for deniable survey {survey.id} (survey hash {survey.hash}).",
-        f"# Reads answers.csv (one row per report; GET /api/v1/surveys/{survey.id}/answers.csv or",
-        f"# `deniable-aggregator export {survey.id} --format csv answers.csv`) from the working",
-        '# directory and fits the formula with rr::rrreg (install.packages("rr")).',
-        "library(rr)",
-        'answers <- read.csv("answers.csv", check.names = FALSE, colClasses = "character")',
-        f"answers[[{outcome_name}]] <- as.integer(answers[[{outcome_name}]])",
-    ]
-    for qid in checked.covariates:
+_HEADER = """\
+# analysis.R for deniable survey {survey} (survey hash {hash}).
+# Reads answers.csv (one row per report; GET /api/v1/surveys/{survey}/answers.csv or
+# `deniable-aggregator export {survey} --format csv answers.csv`) from the working
+# directory and fits with R's rr (install.packages("rr")). The answers of randomized questions
+# are noisy: never tabulate them as they are; rr's models debias them.
+library(rr)
+set.seed({seed})  # rrreg starts from random values: the same numbers on every run
+answers <- read.csv("answers.csv", check.names = FALSE, colClasses = "character")"""
+
+
+def _header(survey: Survey) -> list[str]:
+    lines = _HEADER.format(survey=survey.id, hash=survey.hash, seed=SEED).splitlines()
+    if survey.design is not None:
+        lines.append(
+            "# The survey has a design (strata, clusters, raking): rr fits without its weights,"
+        )
+        lines.append("# as deniable's regress does with weighted=false (--unweighted).")
+    return lines
+
+
+def _column(qid: str) -> str:
+    return f"answers[[{r_string(qid)}]]"
+
+
+def _marked(question: Question, option: int) -> str:
+    """R's 0/1 of whether each report's answer to `question` supports `option`."""
+    column = _column(question.id)
+    if question.randomizer.bit_string:  # a mark per option: character option + 1
+        return f'as.integer(substr({column}, {option + 1}, {option + 1}) == "1")'
+    return f"as.integer(as.integer({column}) == {option})"
+
+
+def _covariate_lines(survey: Survey, covariates: tuple[str, ...]) -> list[str]:
+    """Each covariate with its type: a choice as a factor of its option labels (the first the
+    reference, as regress codes it), a yes/no or a number as a number."""
+    lines = []
+    for qid in covariates:
         question = survey.questions[qid]
-        column = f"answers[[{r_string(qid)}]]"
+        column = _column(qid)
         if question.kind.covariate == "factor" and question.options:
             labels = ", ".join(r_string(label) for label in question.options)
             lines.append(
@@ -198,16 +226,104 @@ def r_script(survey: Survey, formula: str) -> str:
             )
         else:
             lines.append(f"{column} <- as.numeric({column})")
+    return lines
+
+
+def _design_words(question: Question, design: dict[str, Fraction], what: str) -> list[str]:
+    p_star, q_star = design["p"] + design["p1"], design["p1"]
+    return [
+        f"# {what}: mechanism {question.mechanism}, P(report says yes | true yes) = p* = {p_star},",
+        f"# P(report says yes | true no) = q* = {q_star}: rr's forced design with p = p* - q*, "
+        "p1 = q*, p0 = 1 - p*.",
+    ]
+
+
+def r_script(survey: Survey, formula: str | None = None) -> str:
+    """analysis.R for `formula` (any formula regress accepts but a split ballot's arms), or,
+    without one, each randomized yes/no question's share with rr::rrreg(q ~ 1): reads
+    answers.csv from the working directory, gives the covariates their types and option
+    labels, fits with the design filled in and prints summary()."""
+    if formula is None or not formula.strip():
+        return _shares_script(survey)
+    model = r_model(survey, formula)
+    lines = _header(survey)
+    lines += _covariate_lines(survey, model.covariates)
+    question = survey.questions[model.outcome]
+    outcome = _column(model.outcome)
+    if model.text.startswith(OUTCOME_COLUMN):
+        assert model.option is not None
+        lines.append(
+            f"# {OUTCOME_COLUMN}: 1 when the report's answer to {model.outcome} supports "
+            f"{question.options[model.option]!r} (the formula's outcome)"
+        )
+        lines.append(f"answers[[{r_string(OUTCOME_COLUMN)}]] <- {_marked(question, model.option)}")
+    elif model.linear:
+        lines.append(f"{outcome} <- as.numeric({outcome})")
+    else:
+        lines.append(f"{outcome} <- as.integer({outcome})")
     lines += [
-        f"formula <- as.formula({r_string(checked.text)})",
+        f"formula <- as.formula({r_string(model.text)})",
         "# A question a report was not asked (skip logic) is missing: those reports are left out.",
         "answers <- answers[complete.cases(answers[all.vars(formula)]), ]",
-        f"# {checked.outcome}: mechanism {outcome.mechanism}, P(yes | true yes) = p* = {p_star},",
-        f"# P(yes | true no) = q* = {q_star}: rr's forced design with p = p* - q*, p1 = q*,",
-        "# p0 = 1 - p*.",
-        f"fit <- rrreg(formula, data = answers, p = {design['p']}, p0 = {design['p0']}, "
-        f'p1 = {design["p1"]}, design = "forced-known")',
-        "print(summary(fit))",
+    ]
+    if model.predictor is None:
+        design = design_of(question, model.option)
+        lines += _design_words(question, design, model.outcome)
+        lines.append(
+            f"fit <- rrreg(formula, data = answers, p = {design['p']}, p0 = {design['p0']}, "
+            f'p1 = {design["p1"]}, design = "forced-known")'
+        )
+    else:
+        randomized = survey.questions[model.predictor]
+        design = design_of(randomized)
+        lines.append(f"{_column(model.predictor)} <- as.integer({_column(model.predictor)})")
+        lines += _design_words(randomized, design, model.predictor)
+        lines.append(
+            f"fit <- rrreg.predictor(formula, p = {design['p']}, p0 = {design['p0']}, "
+            f'p1 = {design["p1"]}, design = "forced-known", data = answers, '
+            f"rr.item = {r_string(_r_name(model.predictor))}, "
+            f'model.outcome = "{"linear" if model.linear else "logistic"}")'
+        )
+    lines += ["print(summary(fit))", ""]
+    return "\n".join(lines)
+
+
+def _shares_script(survey: Survey) -> str:
+    """Each randomized yes/no question's share: rrreg(q ~ 1), whose intercept is the share's
+    logit, printed with its 95% interval."""
+    shares = [
+        q
+        for q in survey.questions.values()
+        if not q.plain and q.kind.outcome_row is not None and q.id not in survey.split
+    ]
+    if not shares:
+        raise ActionError(
+            "invalid",
+            "formula: this survey has no randomized yes/no question to estimate; give a formula "
+            "(outcome ~ covariates), like party[B] ~ 1",
+        )
+    lines = _header(survey)
+    lines.append("shares <- list()")
+    for question in shares:
+        column = _column(question.id)
+        design = design_of(question)
+        lines += [
+            "",
+            *_design_words(question, design, question.id),
+            f"{column} <- as.integer({column})",
+            f"asked <- answers[!is.na({column}), , drop = FALSE]",
+            f"fit <- rrreg({_r_name(question.id)} ~ 1, data = asked, p = {design['p']}, "
+            f'p0 = {design["p0"]}, p1 = {design["p1"]}, design = "forced-known")',
+            "print(summary(fit))",
+            "logit <- coef(fit)[[1]]",
+            "se <- sqrt(vcov(fit)[1, 1])",
+            f"shares[[{r_string(question.id)}]] <- c(share = plogis(logit), "
+            "ci_low = plogis(logit - qnorm(0.975) * se), ci_high = plogis(logit + qnorm(0.975) * se))",
+        ]
+    lines += [
+        "",
+        "# The share of yes of each randomized yes/no question, with its 95% interval.",
+        "print(do.call(rbind, shares))",
         "",
     ]
     return "\n".join(lines)
@@ -216,15 +332,16 @@ def r_script(survey: Survey, formula: str) -> str:
 def analysis_script(
     store: Store,
     survey_id: str,
-    formula: str,
+    formula: str | None,
     *,
     who: Principal,
     cache: SurveyCache | None = None,
 ) -> str:
-    """analysis.R for a survey and a formula (ActionError invalid for a formula rr::rrreg
-    cannot fit or one outside R_FORMULA_CHARS)."""
+    """analysis.R for a survey and a formula (ActionError invalid for a formula regress would
+    refuse), or without one, its randomized yes/no questions' shares."""
     record = access.authorize(store, who, survey_id, "export")
-    survey = cache.survey(record) if cache is not None else Survey.from_stored(record.resolved)
+    survey = cache.survey(record) if cache is not None else Survey.from_dict(record.resolved)
     script = r_script(survey, formula)
-    audit.record(store, who, survey_id, "analysis.R", {"formula": formula})
+    params: dict[str, Any] = {"formula": formula} if formula else {}
+    audit.record(store, who, survey_id, "analysis.R", params)
     return script

@@ -41,17 +41,27 @@ StatFormat = Literal["dta", "sav"]
 _DTA_HEAD = re.compile(rb"<stata_dta><header><release>11[89]</release><byteorder>(LSF|MSF)<")
 
 
+#: The start of a randomized question's variable label: its cells are noisy reports, and a
+#: tabulation of them is not an estimate (docs/analysis.md).
+RANDOMIZED_LABEL = "RANDOMIZED (noisy, not the true answer): "
+#: The start of a randomized question's value labels ("noisy yes", "noisy <option>").
+NOISY = "noisy "
+
+
 @dataclass(frozen=True)
 class Column:
-    """One question's column in a .dta/.sav file: its name there and what its cells hold."""
+    """One column of a .dta/.sav file: its name there, its label and what its cells hold (a
+    question's answer, or one option's 0/1 mark of a question answered with a mark per
+    option: a select-all question, or oue)."""
 
     qid: str
     name: str
     label: str
-    #: Numbers (option indices, 0/1 or an integer) or text (a string of 0/1, one per option).
-    text: bool
-    #: Option index -> label, for answers that are an option index.
+    #: Value -> label, for answers that are an option index or a 0/1 mark (every cell is a
+    #: number: an option index, a 0/1 mark or an integer).
     values: dict[int, str] | None
+    #: The option whose mark the column holds (a mark per option), else None.
+    option: int | None = None
 
 
 # -- the rows -------------------------------------------------------------------------------------
@@ -143,21 +153,36 @@ def _bytes_short(text: str, limit: int) -> str:
 
 def columns(survey: Survey) -> tuple[list[Column], list[str]]:
     """The columns of a .dta/.sav export, and the question ids left out (text questions:
-    their sketch answers are in answers.csv)."""
-    names = variable_names(list(survey.questions))
-    kept: list[Column] = []
+    their sketch answers are in answers.csv). A randomized question's label starts with
+    RANDOMIZED_LABEL and its value labels with "noisy "; a question answered with a mark per
+    option (select-all, oue) is a 0/1 column per option, `<qid>_<k>` (k from 1), labelled with
+    its option."""
+    kept: list[tuple[str, int | None]] = []  # (question id, option) of each column
     left: list[str] = []
     for qid, question in survey.questions.items():
         if isinstance(question.randomizer, Sketch):
             left.append(qid)
-            continue
-        text = bool(question.randomizer.bit_string)
-        values = None
-        if not text and question.low is None and question.options:
-            values = dict(enumerate(question.options))
-        label = _short(question.text, STATA_LABEL)
-        kept.append(Column(qid, names[qid], label, text, values))
-    return kept, left
+        elif question.randomizer.bit_string:
+            kept += [(qid, k) for k in range(len(question.options))]
+        else:
+            kept.append((qid, None))
+    names = variable_names([qid if k is None else f"{qid}_{k + 1}" for qid, k in kept])
+    out: list[Column] = []
+    for qid, k in kept:
+        question = survey.questions[qid]
+        prefix = "" if question.plain else RANDOMIZED_LABEL
+        noisy = "" if question.plain else NOISY
+        name = names[qid if k is None else f"{qid}_{k + 1}"]
+        if k is not None:
+            label = _short(f"{prefix}{question.options[k]}: {question.text}", STATA_LABEL)
+            values = {0: f"{noisy}no", 1: f"{noisy}yes"}
+        else:
+            label = _short(prefix + question.text, STATA_LABEL)
+            values = None
+            if question.low is None and question.options:
+                values = {i: noisy + option for i, option in enumerate(question.options)}
+        out.append(Column(qid, name, label, values, k))
+    return out, left
 
 
 def notes(survey: Survey, cols: Sequence[Column], left: Sequence[str]) -> list[str]:
@@ -168,9 +193,17 @@ def notes(survey: Survey, cols: Sequence[Column], left: Sequence[str]) -> list[s
         "One row per report: the noisy answer of each randomized question, the plain answer "
         "of each plain one; missing: the question was not asked (skip logic).",
     ]
+    marks: dict[str, list[str]] = {}  # a question's per-option columns, by question id
+    for col in cols:
+        if col.option is not None:
+            marks.setdefault(col.qid, []).append(col.name)
     for col in cols:
         question = survey.questions[col.qid]
+        if col.option is not None and col.name != marks[col.qid][0]:
+            continue  # a question's note is said once, at its first column
         where = col.qid if col.name == col.qid else f"{col.qid} (variable {col.name})"
+        if col.qid in marks:
+            where = f"{col.qid} (variables {', '.join(marks[col.qid])}, one per option)"
         if question.plain:
             lines.append(f"{where}: plain (mechanism none), sent exactly as answered.")
             continue
@@ -186,9 +219,11 @@ def notes(survey: Survey, cols: Sequence[Column], left: Sequence[str]) -> list[s
                 f"; rr::rrreg design forced-known with p = {design['p']}, p1 = {design['p1']}, "
                 f"p0 = {design['p0']}"
             )
-        elif col.text:
-            line += "; character i is option i's noisy mark"
-        lines.append(line + ".")
+        elif col.option is not None:
+            line += "; each option's column is its noisy mark (1: the report marks it)"
+        lines.append(
+            line + "; a tabulation of these noisy answers is not an estimate: see the results."
+        )
     for qid in left:
         lines.append(f"{qid}: a text question, left out (its sketch answers are in answers.csv).")
     return lines
@@ -203,16 +238,13 @@ def _frame(cols: Sequence[Column], bodies: Iterator[str]) -> Any:
         answers = _answers(body)
         for col in cols:
             answer = answers.get(col.qid)
-            if col.text:
-                data[col.name].append("" if answer is None else str(answer))
+            if answer is None:
+                data[col.name].append(math.nan)
+            elif col.option is not None:  # one option's mark of a string of 0/1
+                data[col.name].append(float(str(answer)[col.option] == "1"))
             else:
-                data[col.name].append(math.nan if answer is None else float(answer))
-    return pd.DataFrame(
-        {
-            col.name: pd.Series(data[col.name], dtype=object if col.text else "float64")
-            for col in cols
-        }
-    )
+                data[col.name].append(float(answer))
+    return pd.DataFrame({col.name: pd.Series(data[col.name], dtype="float64") for col in cols})
 
 
 def _stata_notes(path: str, lines: Sequence[str]) -> None:

@@ -116,6 +116,8 @@ def export_xlsform(survey: Survey) -> bytes:
                 wanted = "yes_no"
             else:
                 names = _choice_names(options)
+                if sorted(names) == ["no", "yes"]:  # else it would come back binary
+                    names = [f"option_{i + 1}" for i in range(len(names))]
                 wanted = qid
             choices = []
             for i, choice in enumerate(names):

@@ -1,28 +1,28 @@
-"""The languages of an XLSForm: `label::Name (tag)` columns and `default_language`.
+"""The languages of an XLSForm: `label::Name (tag)`, `label::Name`, `label::tag` columns and
+`default_language` (docs/xlsform.md#languages).
 
-A column with no `::language` is in the default language. A language is named in XLSForm's
-way, `Name (tag)` with a BCP 47 tag in the parentheses; the tag is what the survey keeps
-(docs/xlsform.md#languages). Writing a form back names each language by its English name when
-deniable knows it, else by its tag.
+A column with no language is in the default language. A language is written as pyxform takes
+it: `English (en)` (the BCP 47 tag in parentheses is what the survey keeps), a bare tag `en`, or
+a name, `English`, `French` or `Français`, whose tag comes from Babel's language names (in
+English, then each language's own). Every language is known by its tag from then on, so
+`label::English` and `hint::English (en)` are one language. Writing a form back names each
+language by its English name when deniable knows it, else by its tag.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from deniable.aggregator.forms.workbook import Book, XLSFormError
+from deniable.aggregator.forms.columns import TRANSLATED, Column
 from deniable.shared.errors import SurveyError
-from deniable.shared.languages import canonical_tag
+from deniable.shared.languages import KNOWN_LANGUAGES, canonical_tag
 
-_TAGGED = re.compile(r"(?P<name>.*?)\s*\(\s*(?P<tag>[A-Za-z0-9]{1,8}(?:-[A-Za-z0-9]{1,8})*)\s*\)")
-_BARE_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
-#: Columns that may carry a `::language` suffix, per sheet.
-TRANSLATABLE = {
-    "survey": ("label", "hint"),
-    "choices": ("label",),
-    "settings": ("form_title", "deniable::description"),
-}
+_TAGGED = re.compile(
+    r"(?P<name>.*?)\s*\(\s*(?P<tag>[A-Za-z0-9]{1,8}(?:[-_][A-Za-z0-9]{1,8})*)\s*\)"
+)
+_BARE_TAG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
 #: English names written in exported column headers (any other tag is written as itself).
 NAMES = {
     "ar": "Arabic",
@@ -44,17 +44,8 @@ NAMES = {
 }
 
 
-def split_column(header: str) -> tuple[str, str | None]:
-    """(the column's base name, its language or None): `label::French (fr)` ->
-    ("label", "French (fr)"), `deniable::description::French (fr)` -> ("deniable::description",
-    "French (fr)"), `deniable::epsilon` -> ("deniable::epsilon", None)."""
-    parts = header.split("::")
-    if parts[0].strip().lower() == "deniable":
-        base = "::".join(p.strip() for p in parts[:2])
-        return base, ("::".join(parts[2:]).strip() or None) if len(parts) > 2 else None
-    if len(parts) == 1:
-        return header.strip(), None
-    return parts[0].strip(), "::".join(parts[1:]).strip()
+class LanguageError(ValueError):
+    """A language deniable cannot name with a tag; the message says what to write."""
 
 
 def column_name(base: str, language: str | None) -> str:
@@ -67,97 +58,149 @@ def language_title(tag: str) -> str:
     return f"{NAMES.get(tag.split('-')[0].lower(), tag)} ({tag})"
 
 
+@functools.cache
+def _babel() -> tuple[dict[str, str], dict[str, str]]:
+    """(Babel's aliases of language codes, its English language names -> tag)."""
+    try:
+        from babel import Locale
+        from babel.core import get_global
+    except ImportError:  # pragma: no cover - Babel is a dependency of the aggregator
+        raise LanguageError(
+            "naming a language by its name needs Babel (pip install Babel), or write its tag: "
+            "'label::French (fr)'"
+        ) from None
+    aliases = {k.lower(): v for k, v in get_global("language_aliases").items()}
+    english = {}
+    for tag, name in Locale("en").languages.items():
+        if "_" not in tag and tag in KNOWN_LANGUAGES:
+            english.setdefault(name.casefold(), tag)
+    return aliases, english
+
+
+@functools.cache
+def _autonyms() -> dict[str, str]:
+    """Each language's name in itself (Français -> fr), from Babel's locale data."""
+    from babel import Locale
+
+    found: dict[str, str] = {}
+    for tag in sorted(KNOWN_LANGUAGES):
+        try:
+            name = Locale.parse(tag).languages.get(tag)
+        except Exception:  # a locale Babel lists but cannot load names nothing
+            continue
+        if name:
+            found.setdefault(name.casefold(), tag)
+    return found
+
+
+def _canonical(tag: str) -> str:
+    tag = tag.replace("_", "-")
+    try:
+        return canonical_tag(tag, "language")
+    except SurveyError:
+        pass
+    primary, _, rest = tag.partition("-")
+    alias = _babel()[0].get(primary.lower())
+    if alias is not None and "_" not in alias:
+        try:
+            return canonical_tag(f"{alias}-{rest}" if rest else alias, "language")
+        except SurveyError:
+            pass
+    raise LanguageError(
+        f"{tag!r} is not a language tag deniable knows; write one like 'fr' or 'pt-BR'"
+    )
+
+
+def tag_of(language: str) -> str:
+    """The BCP 47 tag of a language as a form writes it: `French (fr)`, `fr` or `French`."""
+    text = " ".join(language.split())
+    tagged = _TAGGED.fullmatch(text)
+    if tagged is not None:
+        return _canonical(tagged.group("tag"))
+    if _BARE_TAG.fullmatch(text):
+        try:
+            return _canonical(text)
+        except LanguageError:
+            pass
+    name = text.casefold()
+    tag = _babel()[1].get(name) or _autonyms().get(name)
+    if tag is None:
+        raise LanguageError(
+            f"{language!r} is not a language Babel knows by name; write its tag in "
+            f"parentheses, e.g. '{language} (xx)' with its BCP 47 tag"
+        )
+    return tag
+
+
 @dataclass(frozen=True)
 class Languages:
-    """The form's languages: `default` is the key of the default language's columns (None for
-    plain `label`), `tag` maps each key to its BCP 47 tag (None: the form says no language, so
-    the survey keeps the default, English), `others` are the translations' keys in order."""
+    """The form's languages by tag: `default` (None when the form names no language at all:
+    the survey keeps English), `others` the translations' tags in order of appearance, and
+    `problems` the columns whose language could not be named (each one line)."""
 
     default: str | None
-    tag: dict[str | None, str | None]
     others: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+    #: The language as written -> its tag (the default's plain columns are under None).
+    tags: dict[str | None, str | None] | None = None
+
+    def tag(self, written: str | None) -> str | None:
+        """The tag of a column's language as written (None: the default language)."""
+        if written is None:
+            return self.default
+        return (self.tags or {}).get(written)
 
 
-def _tag_of(language: str, where: str) -> str:
-    match = _TAGGED.fullmatch(language)
-    if match is None:
-        raise XLSFormError(
-            f"{where}: name the language's tag in parentheses, e.g. 'label::French (fr)' "
-            "(docs/xlsform.md#languages)"
-        )
-    try:
-        return canonical_tag(match.group("tag"), where)
-    except SurveyError as exc:
-        raise XLSFormError(str(exc)) from None
-
-
-def find_languages(book: Book, default_setting: str | None) -> Languages:
-    """The languages of the form's translatable columns and its `default_language` setting."""
-    seen: dict[str, str] = {}  # language key -> where first seen
-    plain = False
-    for sheet_name, bases in TRANSLATABLE.items():
-        for header in book.sheet(sheet_name).headers:
-            base, language = split_column(header)
-            if base.lower() not in bases:
-                continue
-            if language is None:
-                if sheet_name != "settings":
-                    plain = plain or base.lower() == "label"
-                continue
-            seen.setdefault(language, f"{sheet_name} sheet, column {header!r}")
+def find_languages(
+    columns: dict[str, list[Column]], default_setting: str | None, settings_row: int = 2
+) -> Languages:
+    """The languages of the form's translated columns and of its `default_language`."""
+    problems: list[str] = []
     tags: dict[str | None, str | None] = {}
-    by_tag: dict[str, str] = {}
-    for language, where in seen.items():
-        tag = _tag_of(language, where)
-        if tag.lower() in by_tag and by_tag[tag.lower()] != language:
-            raise XLSFormError(
-                f"{where}: the tag {tag!r} also names {by_tag[tag.lower()]!r}; give each "
-                "language one name"
-            )
-        by_tag[tag.lower()] = language
-        tags[language] = tag
-    default: str | None
+    seen: list[str] = []
+    plain = False
+    for sheet, found in columns.items():
+        for column in found:
+            if column.key not in TRANSLATED.get(sheet, ()):
+                continue
+            if column.language is None:
+                plain = plain or (sheet == "survey" and column.key == "label")
+                continue
+            if column.language in tags:
+                continue
+            try:
+                tag = tag_of(column.language)
+            except LanguageError as exc:
+                problems.append(f"{sheet} sheet, column {column.header!r}: {exc}")
+                tags[column.language] = None
+                continue
+            tags[column.language] = tag
+            if tag not in seen:
+                seen.append(tag)
+    default: str | None = None
+    where = f"settings sheet, row {settings_row}, column 'default_language'"
     if default_setting:
-        where = "settings sheet, column 'default_language'"
-        setting = default_setting.strip()
-        if setting in tags:
-            default = setting
+        try:
+            default = tag_of(default_setting)
+        except LanguageError as exc:
+            problems.append(f"{where}: {exc}")
+            default = seen[0] if seen else None
         else:
-            bare = _TAGGED.fullmatch(setting)
-            tag = bare.group("tag") if bare else setting
-            if bare is None and not _BARE_TAG.fullmatch(setting):
-                raise XLSFormError(
-                    f"{where}: {setting!r} is not a language; write it as its label columns "
-                    "name it, e.g. 'English (en)'"
+            if default in seen and plain:
+                problems.append(
+                    f"survey sheet, column 'label': both 'label' and a label column in "
+                    f"{default_setting!r} are in the default language; keep one"
                 )
-            if tag.lower() in by_tag:
-                default = by_tag[tag.lower()]
-            elif plain:
-                default = None
-                tags[None] = _tag_of(f"({tag})", where)
-            else:
-                raise XLSFormError(
-                    f"{where}: no label column is in {setting!r}; add 'label::{setting}' or "
-                    "name one of the label columns' languages"
+            elif default not in seen and not plain:
+                problems.append(
+                    f"{where}: no label column is in {default_setting!r}; add "
+                    f"'label::{default_setting}' or name one of the label columns' languages"
                 )
-        if default is not None and plain:
-            raise XLSFormError(
-                f"survey sheet, column 'label': both 'label' and 'label::{default}' are in the "
-                "default language; keep one"
-            )
-    elif plain:
-        default = None
-        tags[None] = None
-    else:
-        labelled = [
-            split_column(h)[1]
-            for h in book.sheet("survey").headers
-            if split_column(h)[0].lower() == "label"
-        ]
-        default = next((language for language in labelled if language), None)
-        if default is None:
-            raise XLSFormError("survey sheet: no label column; add 'label' (docs/xlsform.md)")
-    if default is not None and default not in tags:
-        tags[default] = _tag_of(default, "settings sheet, column 'default_language'")
-    others = tuple(language for language in seen if language != default)
-    return Languages(default, tags, others)
+    elif not plain:
+        labelled = [tags.get(c.language) for c in columns.get("survey", []) if c.key == "label"]
+        default = next((tag for tag in labelled if tag), None)
+        if default is None and not problems:
+            problems.append("survey sheet: no label column; add 'label' (docs/xlsform.md)")
+    tags[None] = default
+    others = tuple(tag for tag in seen if tag != default)
+    return Languages(default, others, tuple(problems), tags)

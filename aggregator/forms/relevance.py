@@ -5,7 +5,9 @@ Both are parsed into one small tree, never evaluated: XLSForm's `${q}`, `=`, `!=
 deniable's condition grammar (docs/surveys.md#skip-logic). A choice's name in XLSForm is its
 label in deniable, so every string compared with a question goes through `literal`, which maps
 it (name -> label on import, label -> name on export). Rendering is canonical, so a condition
-imported, exported and imported again is the same text (the survey keeps its hash).
+imported, exported and imported again is the same text (the survey keeps its hash). `answered`
+turns ODK's "was it answered" (`${q} != ''`) into "was it asked" (q's own condition), and
+`renamed` names questions by their ids.
 """
 
 from __future__ import annotations
@@ -368,3 +370,76 @@ def to_xlsform(node: Node, literal: Literal) -> str:
             return f"not({to_xlsform(inner.inner, literal)})"
         return f"not({to_xlsform(inner, literal)})"
     return f" {node.word} ".join(to_xlsform(part, literal) for part in node.parts)
+
+
+#: What a part of a condition reduces to once "was it answered" is known: a tree, or a truth.
+Reduced = Node | bool
+
+
+def _emptiness(node: Compare) -> tuple[str, bool] | None:
+    """(question, whether it asks `answered`) for `${q} != ''` and `${q} = ''` (either way)."""
+    if node.op not in ("==", "!="):
+        return None
+    for ref, other in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(ref, Ref) and isinstance(other, Text) and other.value == "":
+            return ref.qid, node.op == "!="
+    return None
+
+
+def answered(node: Node, asked: Callable[[str], Node | None]) -> Reduced:
+    """The tree with each `${q} != ''` (q was answered) replaced by the condition on which q
+    is asked (`asked(q)`, None when q is always asked, so it is true) and each `${q} = ''` by
+    its negation: deniable asks every question it shows, so an answer is empty exactly when its
+    question was not asked. Parts that become true or false are simplified away."""
+    if isinstance(node, Compare):
+        found = _emptiness(node)
+        if found is None:
+            return node
+        qid, wanted = found
+        condition = asked(qid)
+        if condition is None:
+            return wanted
+        grouped = condition if isinstance(condition, Group) else Group(condition)
+        return grouped if wanted else Not(grouped)
+    if isinstance(node, Group):
+        inner = answered(node.inner, asked)
+        return inner if isinstance(inner, bool) else Group(inner)
+    if isinstance(node, Not):
+        inner = answered(node.inner, asked)
+        return (not inner) if isinstance(inner, bool) else Not(inner)
+    if isinstance(node, Junction):
+        decisive = node.word == "or"  # the truth that decides the whole junction
+        parts: list[Node] = []
+        for part in node.parts:
+            reduced = answered(part, asked)
+            if reduced is decisive:
+                return decisive
+            if not isinstance(reduced, bool):
+                parts.append(reduced)
+        if not parts:
+            return not decisive
+        return parts[0] if len(parts) == 1 else Junction(node.word, tuple(parts))
+    return node
+
+
+def renamed(tree: Node, names: dict[str, str]) -> Node:
+    """The tree with each question renamed by `names` (`Fruits` -> `fruits`)."""
+    if isinstance(tree, Compare):
+        return Compare(
+            tree.op, _renamed_operand(tree.left, names), _renamed_operand(tree.right, names)
+        )
+    if isinstance(tree, Selected):
+        return Selected(names.get(tree.qid, tree.qid), tree.value)
+    if isinstance(tree, InList):
+        return InList(_renamed_operand(tree.operand, names), tree.values)
+    if isinstance(tree, Group):
+        return Group(renamed(tree.inner, names))
+    if isinstance(tree, Not):
+        return Not(renamed(tree.inner, names))
+    return Junction(tree.word, tuple(renamed(p, names) for p in tree.parts))
+
+
+def _renamed_operand(operand: Operand, names: dict[str, str]) -> Operand:
+    if isinstance(operand, Ref):
+        return Ref(names.get(operand.qid, operand.qid))
+    return operand

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deniable.aggregator.stats.analyze import (
     StoredAnswers,
     answer_count_chunks,
-    answer_rows,
+    answer_patterns,
 )
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import free_estimates, question_results, z_value
@@ -38,6 +38,9 @@ from deniable.shared.ballot import DIRECT
 from deniable.shared.design import MAX_DESIGN_CELLS, Design, design_cells
 from deniable.shared.report import arms_of
 from deniable.shared.survey import Question, Survey
+
+if TYPE_CHECKING:
+    from deniable.aggregator.stats.joint import Grouping
 
 #: Distinct answer combinations read at once from the store or the reports.
 ROWS_AT_ONCE = 50_000
@@ -187,6 +190,12 @@ def _combos(
     yield from answer_count_chunks(survey, reports, tuple(qids), ROWS_AT_ONCE, verify=verify)
 
 
+def _combination_order(combo: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
+    """A combination's place in the order gather puts them in (a missing answer, None, last;
+    one question's answers are all numbers or all strings)."""
+    return tuple((value is None, 0 if value is None else value) for value in combo)
+
+
 def gather(
     survey: Survey,
     weighting: Weighting,
@@ -194,17 +203,22 @@ def gather(
     extra: int,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[Any, ...]]]:
     """(design keys [rows, d], counts, the `extra` analysed answers per row) from combinations
-    of (design answers..., analysed answers...)."""
+    of (design answers..., analysed answers...): one row per combination, in the combinations'
+    order, so that the sums are the same floats however the combinations came (from the
+    store's answer patterns or from reports, in any order or chunks)."""
     plain = _Plain(survey)
     qids = weighting.questions
+    merged: dict[tuple[Any, ...], int] = {}
+    for chunk in chunks:
+        for combo, count in chunk:
+            merged[combo] = merged.get(combo, 0) + count
     keys: list[list[int]] = []
     counts: list[int] = []
     answers: list[tuple[Any, ...]] = []
-    for chunk in chunks:
-        for combo, count in chunk:
-            keys.append([plain.index(q, a) for q, a in zip(qids, combo[: len(qids)], strict=True)])
-            counts.append(count)
-            answers.append(tuple(combo[len(qids) : len(qids) + extra]))
+    for combo in sorted(merged, key=_combination_order):
+        keys.append([plain.index(q, a) for q, a in zip(qids, combo[: len(qids)], strict=True)])
+        counts.append(merged[combo])
+        answers.append(tuple(combo[len(qids) : len(qids) + extra]))
     if not counts:
         raise AnalysisError("no reports to weigh yet")
     return (
@@ -320,12 +334,14 @@ def _per_question_chunks(
     if isinstance(reports, StoredAnswers):
         return {qid: list(_combos(survey, reports, (*qids, qid), verify)) for qid in targets}
     counters: dict[str, Counter[tuple[Any, ...]]] = {qid: Counter() for qid in targets}
-    for answers in answer_rows(survey, reports, verify=verify):
-        design = tuple(answers.get(q) for q in qids)
-        arms = arms_of(answers)  # a split ballot's direct answers: left out, as answer_counts
-        for qid in targets:
-            answer = answers.get(qid) if arms.get(qid) != DIRECT else None
-            counters[qid][(*design, tuple(answer) if isinstance(answer, list) else answer)] += 1
+    for chunk in answer_patterns(survey, reports, verify=verify):
+        for answers, count in chunk:
+            design = tuple(answers.get(q) for q in qids)
+            arms = arms_of(answers)  # a split ballot's direct answers: left out, as answer_counts
+            for qid in targets:
+                answer = answers.get(qid) if arms.get(qid) != DIRECT else None
+                key = (*design, tuple(answer) if isinstance(answer, list) else answer)
+                counters[qid][key] += count
     return {qid: [list(counter.items())] for qid, counter in counters.items()}
 
 
@@ -375,26 +391,25 @@ def weighted_breakdown(
     survey: Survey,
     reports: Any,
     target: Question,
-    group: Question,
+    grouping: Grouping,
     weighting: Weighting,
     confidence: float,
     *,
     verify: bool = True,
 ) -> Breakdown:
-    """A breakdown whose groups are domains of the design (svyby(~z, ~by, design, svymean))."""
+    """A breakdown whose groups are domains of the design (svyby(~z, ~by, design, svymean)):
+    the options of a plain question, or bands of a plain integer (joint.Grouping)."""
     from deniable.aggregator.stats.joint import groups_test
 
     z = z_value(confidence)
+    group = grouping.question
     chunks = _combos(survey, reports, (*weighting.questions, target.id, group.id), verify)
     keys, count, answers = gather(survey, weighting, chunks, 2)
     frame, weights, options = design_weights(survey, weighting, keys, count)
-    plain = _Plain(survey)
-    by = np.array(
-        [-1 if a[1] is None else plain.index(group.id, a[1]) for a in answers], dtype=np.int64
-    )
+    by = np.array([-1 if a[1] is None else grouping.index(a[1]) for a in answers], dtype=np.int64)
     groups = []
     entries = []
-    for g, label in enumerate(group.options):
+    for g, label in enumerate(grouping.labels):
         counts, n, found = _estimate(
             target, frame, weights, options, [a[0] for a in answers], (by == g).astype(float)
         )
@@ -407,6 +422,7 @@ def weighted_breakdown(
         "survey_hash": survey.hash,
         "question": target.id,
         "by": group.id,
+        **({"cuts": list(grouping.cuts)} if grouping.cuts else {}),
         "confidence": confidence,
         "n": int(count.sum()),
         "groups": groups,

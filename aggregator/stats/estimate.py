@@ -30,6 +30,7 @@ from deniable.aggregator.stats.sketch_estimate import (
     SketchDecodeError,
     decoder_cells,
     rappor_selection,
+    touched_cells,
 )
 from deniable.shared.sketches import RAPPOR, Sketch
 from deniable.shared.survey import Question, Survey
@@ -125,10 +126,11 @@ def check_decoder(
     cells = decoder_cells(sketch, count)
     check(
         cells,
-        limits.max_decoder_cells,
+        limits,
         "max_decoder_cells",
-        f"{question.id}: {count:,} candidates on a sketch of {sketch.slots:,} counters need a "
-        f"decoder of {cells:,} cells (candidates x (counters + candidates))",
+        f"{question.id}: {count:,} candidates, each read at {touched_cells(sketch):,} cells "
+        f"of its sketch, need a decoder of {cells:,} cells (candidates x (cells read + "
+        "candidates))",
         kind,
     )
 
@@ -150,10 +152,10 @@ def check_decoders(
             cells += decoder_cells(question.randomizer, count)
     check(
         cells,
-        limits.max_decoder_cells,
+        limits,
         "max_decoder_cells",
         f"the survey's text questions need decoders of {cells:,} cells in all (candidates x "
-        "(counters + candidates), summed over its text questions)",
+        "(cells read + candidates), summed over its text questions)",
         kind,
     )
 

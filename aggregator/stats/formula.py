@@ -519,6 +519,12 @@ def parse(formula: object) -> ParsedFormula:
     )
 
 
+def terms_tree(rhs: str) -> Node | None:
+    """The syntax tree of a right-hand side that parse() accepted (for writing it out again in
+    another language: analysis.R); None for an empty one."""
+    return _Parser(rhs).parse()
+
+
 # -- model columns -------------------------------------------------------------------------
 
 

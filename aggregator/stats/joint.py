@@ -15,8 +15,10 @@ use the reports that hold every question they need and say how many were left ou
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from deniable.aggregator.stats.designed import (
 )
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import question_results, z_value
+from deniable.aggregator.stats.limits import OFFLINE_LIMITS, Limits
 from deniable.aggregator.stats.results import Breakdown, Crosstab
 from deniable.aggregator.stats.weights_table import WeightTable
 from deniable.shared import Survey
@@ -111,6 +114,80 @@ def groups_test(target: Question, groups: list[dict[str, Any]]) -> dict[str, Any
     return difference_test([o["estimate"] for o in rows], [o["stderr"] for o in rows], what)
 
 
+#: Cuts a breakdown by a plain integer may take (`--cuts`, `cuts=`): at most this many bands + 1.
+MAX_CUTS = 50
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """The groups of a breakdown: a plain question's options, or, with `cuts`, bands of a plain
+    integer: `< 30`, `30–49`, `≥ 50` for cuts 30 and 50 (docs/analysis.md)."""
+
+    question: Question
+    cuts: tuple[int, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each group's label, in order."""
+        if not self.cuts:
+            return tuple(self.question.options)
+        cuts = self.cuts
+        labels = [f"< {cuts[0]}"]
+        for low, high in zip(cuts, cuts[1:], strict=False):
+            labels.append(str(low) if high - 1 == low else f"{low}–{high - 1}")
+        labels.append(f"≥ {cuts[-1]}")
+        return tuple(labels)
+
+    def index(self, answer: Any) -> int:
+        """The group of a plain answer (a report's wire answer to the question)."""
+        if self.cuts:
+            return bisect.bisect_right(self.cuts, int(answer))
+        return self.question.supports(answer)[0]
+
+
+def grouping(survey: Survey, by: str, cuts: Sequence[int] | None = None) -> Grouping:
+    """The groups of a breakdown by plain question `by` (cut into bands at `cuts`, for a plain
+    integer), or AnalysisError saying what `by` and `cuts` may be."""
+    group = _question(survey, by, "by")
+    if not group.plain:
+        raise AnalysisError(
+            f"by: {by!r} is randomized; group by a plain question (mechanism none), whose "
+            "answers are known per report"
+        )
+    banded = group.low is not None and group.high is not None  # a number: min..max
+    if cuts:
+        if not banded:
+            raise AnalysisError(
+                f"cuts: {by!r} is not a plain integer; cuts band a number (age --cuts 30,50), "
+                "a categorical question groups by its options"
+            )
+        given = tuple(cuts)
+        if len(given) > MAX_CUTS:
+            raise AnalysisError(f"cuts: at most {MAX_CUTS}, got {len(given)}")
+        if any(b <= a for a, b in zip(given, given[1:], strict=False)):
+            raise AnalysisError(f"cuts: expected increasing whole numbers, got {list(given)}")
+        if given[0] <= group.low or given[-1] > group.high:
+            raise AnalysisError(
+                f"cuts: {by!r} runs from {group.low} to {group.high}; each cut must be above "
+                f"{group.low} and at most {group.high}, got {list(given)}"
+            )
+        return Grouping(group, given)
+    if not group.kind.groups:
+        raise AnalysisError(
+            f"by: {by!r} is a plain {group.type} question; group by a plain binary or "
+            "categorical one"
+            + (f", or band it with cuts (--cuts {_example_cuts(group)})" if banded else "")
+        )
+    return Grouping(group)
+
+
+def _example_cuts(question: Question) -> str:
+    """Two cuts inside a number's range, for the message that suggests cutting it."""
+    assert question.low is not None and question.high is not None
+    span = question.high - question.low
+    return f"{question.low + span // 3 + 1},{question.low + 2 * span // 3 + 1}"
+
+
 def breakdown(
     survey: Survey | Mapping[str, Any],
     reports: Iterable[Any] | str | bytes,
@@ -121,49 +198,46 @@ def breakdown(
     verify: bool = True,
     weights: WeightTable | str | None = None,
     weighted: bool = True,
+    limits: Limits = OFFLINE_LIMITS,
+    cuts: Sequence[int] | None = None,
 ) -> Breakdown:
-    """The results of randomized `question` within each group of plain question `by`; weighted
-    by the survey's design and/or `weights` unless `weighted` is false (stats/designed.py)."""
+    """The results of randomized `question` within each group of plain question `by` (a plain
+    integer cut into bands at `cuts`: `< 30`, `30–49`, `≥ 50`); weighted by the survey's
+    design and/or `weights` unless `weighted` is false (stats/designed.py). `limits` is taken
+    as by the other analyses; none of them applies to a breakdown (its memory is flat in the
+    reports, its cells a question's options by the groups; text questions are refused)."""
     z = z_value(confidence)
     resolved = as_survey(survey)
     target = _question(resolved, question, "question")
-    group = _question(resolved, by, "by")
     if target.plain:
         raise AnalysisError(
             f"question: {question!r} is plain (sent as answered); break down a randomized question"
         )
-    if not group.plain:
-        raise AnalysisError(
-            f"by: {by!r} is randomized; group by a plain question (mechanism none), whose "
-            "answers are known per report"
-        )
-    if not group.kind.groups:
-        raise AnalysisError(
-            f"by: {by!r} is a plain {group.type} question; group by a plain binary or "
-            "categorical one (a number goes into regress as a covariate)"
-        )
+    groups_of = grouping(resolved, by, cuts)
     weighting = weighting_of(resolved, weights, weighted)
     if weighting is not None:
         return weighted_breakdown(
-            resolved, reports, target, group, weighting, confidence, verify=verify
+            resolved, reports, target, groups_of, weighting, confidence, verify=verify
         )
-    n = [0] * group.k
-    support = [[0] * target.k for _ in range(group.k)]
+    labels = groups_of.labels
+    n = [0] * len(labels)
+    support = [[0] * target.k for _ in labels]
     left_out = 0
     for chunk in answer_count_chunks(
         resolved, reports, (question, by), ROWS_AT_ONCE, verify=verify
     ):
-        for (answer, g), count in chunk:
-            if answer is None or g is None:  # a question the report skipped
+        for (answer, value), count in chunk:
+            if answer is None or value is None:  # a question the report skipped
                 left_out += count
                 continue
+            g = groups_of.index(value)
             n[g] += count
             for v in target.supports(answer):
                 support[g][v] += count
-    entries = [question_results(target, n[g], support[g], z) for g in range(group.k)]
+    entries = [question_results(target, n[g], support[g], z) for g in range(len(labels))]
     groups = [
         {"group": label, "n": n[g], "options": entries[g]["options"]}
-        for g, label in enumerate(group.options)
+        for g, label in enumerate(labels)
     ]
     test = groups_test(target, groups)
     doc = {
@@ -171,6 +245,7 @@ def breakdown(
         "survey_hash": resolved.hash,
         "question": question,
         "by": by,
+        **({"cuts": list(groups_of.cuts)} if groups_of.cuts else {}),
         "confidence": confidence,
         "n": sum(n),
         **skipped_field(resolved, (question, by), left_out),
@@ -244,9 +319,11 @@ def crosstab(
     verify: bool = True,
     weights: WeightTable | str | None = None,
     weighted: bool = True,
+    limits: Limits = OFFLINE_LIMITS,
 ) -> Crosstab:
     """The joint distribution of two questions: a cell per pair of options (weighted as
-    breakdown is)."""
+    breakdown is). `limits` is taken as by the other analyses; none of them applies, as a
+    cross-tab's memory is flat in the reports and its cells are the two questions' options."""
     z = z_value(confidence)
     resolved = as_survey(survey)
     a = _question(resolved, first, "first")
@@ -269,14 +346,15 @@ def crosstab(
     # Count the distinct pairs of noisy answers, then weigh each pair's terms: a chunk of
     # pairs at a time (a multi question may have about as many distinct answers as reports).
     n = left_out = 0
-    gated = is_gated(a) or is_gated(b)
+    # An answer may be missing (None) with skip logic, or a split ballot's direct arm.
+    gated = is_gated(a) or is_gated(b) or bool({a.id, b.id} & set(resolved.split))
     total = np.zeros((a.k, b.k))
     squares = np.zeros((a.k, b.k))
     rows = max(1, min(ROWS_AT_ONCE, CROSSTAB_CHUNK_CELLS // (a.k * b.k)))
     sums: tuple[np.ndarray, np.ndarray] | None = None
     for chunk in answer_count_chunks(resolved, reports, (first, second), rows, verify=verify):
         held = chunk
-        if gated:  # only with skip logic can an answer be missing (None)
+        if gated:
             held = [(pair, count) for pair, count in chunk if not skipped(pair)]
             left_out += sum(count for pair, count in chunk if skipped(pair))
             if not held:

@@ -339,13 +339,33 @@ def _rappor_plan(
 ) -> Plan:
     """RAPPOR's plan: the largest per-report variance of a candidate's share among `candidates`
     equally frequent ones, from the decoder itself (it depends on their Bloom bits)."""
-    from deniable.aggregator.stats.sketch_estimate import SketchDecodeError, decoder
+    from deniable.aggregator.stats.limits import DEFAULT_LIMITS
+    from deniable.aggregator.stats.sketch_estimate import SketchDecodeError, decoder, decoder_cells
     from deniable.aggregator.stats.sketch_simulate import expected_counts
 
-    if shape is not None and len(shape) != 3:
+    if shape is not None and (
+        len(shape) != 3 or any(isinstance(x, bool) or not isinstance(x, int) for x in shape)
+    ):
         raise PlanError("sketch: for rappor give BITSxHASHESxCOHORTS, like 32x2x16")
+    if shape is not None and min(shape) < 1:
+        raise PlanError(f"sketch: bits, hashes and cohorts are whole numbers from 1, got {shape}")
+    if margin is not None and (
+        isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1
+    ):
+        raise PlanError(f"margin: expected a number between 0 and 1, like 0.01, got {margin!r}")
     try:
         sketch = rappor_at(epsilon, tuple(shape) if shape else RAPPOR_SHAPE)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise PlanError(f"sketch: {exc}") from None
+    # The variance comes from the decoder itself: bounded as a results request's decoders are.
+    cells, limit = decoder_cells(sketch, candidates), DEFAULT_LIMITS.max_decoder_cells
+    if cells > limit:
+        raise PlanError(
+            f"sketch: {candidates} candidates of a {sketch.k}x{sketch.h}x{sketch.m} RAPPOR "
+            f"need a decoder of {cells:,} cells, more than the {limit:,} an aggregator decodes "
+            "by default (DENIABLE_MAX_DECODER_CELLS); use fewer hashes, cohorts or candidates"
+        )
+    try:
         words = [f"candidate {i}" for i in range(candidates)]
         found = decoder(sketch, words)
     except (ValueError, SketchDecodeError) as exc:
@@ -353,13 +373,10 @@ def _rappor_plan(
     n = 1_000_000
     shares = np.full(candidates, 1.0 / candidates)
     counts = expected_counts(sketch, words, shares, n)
-    total = found.first @ counts
-    squares = found.second @ counts + n * (found.cross @ shares)
+    total, squares = found.moments(n, counts, shares)
     per_report = float(np.max(squares / n - (total / n) ** 2))
     mech = _Planned(float(sketch.p_star), float(sketch.q_star), per_report)
     if margin is not None:
-        if not 0 < margin < 1:
-            raise PlanError(f"margin: expected a number between 0 and 1, like 0.01, got {margin!r}")
         needed = respondents_for_margin(per_report, margin, z)
         row = PlanRow("rappor", mech, needed, None)  # type: ignore[arg-type]
     else:

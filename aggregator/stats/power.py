@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
 
+from deniable.aggregator.stats.estimate import upper_quantile
 from deniable.aggregator.stats.planning import check_epsilon, coins_at
 from deniable.shared.mechanisms import from_epsilon
 
@@ -182,11 +183,11 @@ class _Test:
     def power(self, n: int) -> float:
         alt, null = self.sd_alt(n), self.sd_null(n)
         if self.one_sided:
-            z = _NORMAL.inv_cdf(1.0 - self.alpha)
+            z = upper_quantile(self.alpha)  # 1 - alpha would round to 1 for a tiny alpha
             if self.effect >= self.null_effect:
                 return _above(self.null_effect + z * null, self.effect, alt)
             return _below(self.null_effect - z * null, self.effect, alt)
-        z = _NORMAL.inv_cdf(1.0 - self.alpha / 2.0)
+        z = upper_quantile(self.alpha / 2.0)
         low = _below(self.null_effect - z * null, self.effect, alt)
         return low + _above(self.null_effect + z * null, self.effect, alt)
 

@@ -410,6 +410,7 @@ def regress_predictor(
         _covariates,
         _frame,
         coefficient_rows,
+        collinear_terms,
     )
 
     z = z_value(confidence)
@@ -444,7 +445,7 @@ def regress_predictor(
     columns = _check_size(survey, parsed, covariates, patterns, limits)
     check(
         len(counts) * 2 * columns,
-        limits.max_model_cells,
+        limits,
         "max_model_cells",
         f"the joint model has {len(counts):,} cells of reports x {2 * columns:,} parameters",
     )
@@ -486,7 +487,15 @@ def regress_predictor(
         q=q,
         linear=linear,
     )
-    result = fit_joint(data)
+    # Collinear covariates (or a predictor that is one of them) are named, not fitted.
+    problem = collinear_terms(data.x, [terms[j] for j in keep]) or collinear_terms(
+        np.vstack([data.x1, data.x0]), terms
+    )
+    if problem is None:
+        result = fit_joint(data)
+    else:
+        zero = np.zeros(sum(data.sizes))
+        result = _failed(zero, log_likelihood(data, zero), 0, problem)
     kx, kt, _ = data.sizes
     errors = None
     if result["converged"]:

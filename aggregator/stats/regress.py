@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from deniable.aggregator.stats.asked import skipped
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.joint import UnknownQuestion, skipped_field
-from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits, check
+from deniable.aggregator.stats.limits import OFFLINE_LIMITS, Limits, check
 from deniable.aggregator.stats.results import RegressionResults
 from deniable.shared import Question, Survey
 from deniable.shared.ballot import DIRECT
@@ -197,14 +197,14 @@ def _check_size(
     lead = "at least " if patterns is None or columns > limits.max_model_columns else ""
     check(
         columns,
-        limits.max_model_columns,
+        limits,
         "max_model_columns",
         f"the model {parsed.rhs[:60]!r} has {lead}{columns:,} columns",
     )
     if patterns is not None:
         check(
             len(patterns) * columns,
-            limits.max_model_cells,
+            limits,
             "max_model_cells",
             f"the model has {len(patterns):,} covariate patterns x {columns:,} columns = "
             f"{len(patterns) * columns:,} cells",
@@ -230,16 +230,78 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
     return pd.DataFrame(columns, index=range(len(patterns)))
 
 
+#: Entries of a null vector of the model matrix above this (its columns scaled to length 1)
+#: name a term in the collinear set.
+NULL_ENTRY = 1e-6
+
+
+def collinear_terms(x: np.ndarray, terms: Sequence[str]) -> str | None:
+    """Why the model's columns cannot all be fitted on these rows (the covariate patterns of
+    the reports fitted), naming the terms; None when they can. A term that is 0 for every
+    report fitted is named alone; otherwise the terms of each dependent set (their columns
+    scaled to length 1, a null vector of the matrix: the set whose combination vanishes), and
+    the last of them as the one to drop (a term the same for every report, like the intercept,
+    is a column of a condition that fixes it, say)."""
+    if x.size == 0 or x.shape[1] == 0:
+        return None
+    lengths = np.linalg.norm(x, axis=0)
+    empty = [terms[j] for j in range(x.shape[1]) if lengths[j] == 0.0]
+    if empty:
+        return (
+            f"the covariates are collinear: {', '.join(empty)} is 0 for every report fitted (a "
+            "category no report chose, or that the reports fitted cannot have); drop or merge "
+            f"{'it' if len(empty) == 1 else 'them'}"
+        )
+    scaled = x / lengths
+    # Every right singular vector, never the left ones (rows x rows: 3 GB at 20,000 patterns).
+    _, values, vt = np.linalg.svd(scaled, full_matrices=scaled.shape[0] < scaled.shape[1])
+    tolerance = values.max() * max(scaled.shape) * np.finfo(np.float64).eps
+    rank = int(np.sum(values > tolerance))
+    if rank == x.shape[1]:
+        return None
+    involved: list[str] = []
+    for vector in vt[rank:]:
+        for j in np.flatnonzero(np.abs(vector) > NULL_ENTRY):
+            if terms[j] not in involved:
+                involved.append(terms[j])
+    named = [terms[j] for j in range(len(terms)) if terms[j] in involved]
+    dropped = next((t for t in reversed(named) if t != "Intercept"), named[-1])
+    return (
+        f"the covariates are collinear among the reports fitted: {', '.join(named)} (one is "
+        "the same for every report, or a sum of the others: a condition that fixes it, say); "
+        f"drop {dropped}"
+    )
+
+
 def fit(
-    x: np.ndarray, ones: np.ndarray, zeros: np.ndarray, p: float | np.ndarray, q: float | np.ndarray
+    x: np.ndarray,
+    ones: np.ndarray,
+    zeros: np.ndarray,
+    p: float | np.ndarray,
+    q: float | np.ndarray,
+    terms: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Maximum likelihood of P(y = 1 | x) = q + (p - q) logistic(x b) for counts of ones and
     zeros per row of x: (beta, covariance, log-likelihood, iterations, converged, message).
-    `p` and `q` may be per row (a split ballot's arms)."""
+    `p` and `q` may be per row (a split ballot's arms). With `terms` (x's column names) a
+    model whose columns are collinear on the rows fitted is not fitted: its message names them."""
     n = float(ones.sum() + zeros.sum())
     gap = p - q
     k = x.shape[1]
     beta = np.zeros(k)
+    if terms is not None:
+        problem = collinear_terms(x[(ones + zeros) > 0], terms)
+        if problem is not None:
+            pi = np.clip(q + gap * 0.5, 1e-300, 1 - 1e-16)
+            loglik = float(np.sum(ones * np.log(pi) + zeros * np.log1p(-pi)))
+            return {
+                "beta": beta,
+                "covariance": None,
+                "log_likelihood": loglik,
+                "iterations": 0,
+                "converged": False,
+                "message": problem,
+            }
 
     def parts(b: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         eta = np.clip(x @ b, -700, 700)
@@ -321,7 +383,7 @@ def regress(
     confidence: float = 0.95,
     *,
     verify: bool = True,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits = OFFLINE_LIMITS,
     weights: Any = None,
     weighted: bool = True,
 ) -> RegressionResults:
@@ -414,7 +476,7 @@ def regress(
     ones = np.array([counts[(key, 1)] for key in keys], dtype=np.float64)
     zeros = np.array([counts[(key, 0)] for key in keys], dtype=np.float64)
     direct = np.array([key[-1] for key in keys], dtype=bool)  # the outcome asked directly
-    result = fit(x, ones, zeros, np.where(direct, 1.0, p), np.where(direct, 0.0, q))
+    result = fit(x, ones, zeros, np.where(direct, 1.0, p), np.where(direct, 0.0, q), terms)
     errors = None
     if result["converged"]:
         covariance = result["covariance"]

@@ -159,6 +159,46 @@ def _cell(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _within(value: float | None, low: float, high: float) -> float | None:
+    return None if value is None else min(max(float(value), low), high)
+
+
+def shown_row(
+    row: Mapping[str, Any], n: int, low: float = 0.0, high: float = 1.0
+) -> dict[str, Any]:
+    """The numbers a table or chart shows for one option (docs/researchers.md, "Reading the
+    results"), each inside the interval shown beside it and inside [low, high] (0 and 1 for a
+    share, an integer question's min and max for its mean): the share as the headline, the
+    unbiased estimate and its interval beside it, the count n x share (never negative).
+
+    An unbiased estimate below 0 or above 1 by chance (the JSON and CSV keep it as computed)
+    is shown at the edge, and `clipped` says which ("below" or "above"); a consistent share
+    that falls outside the estimate's interval (it can when several options are estimated
+    below 0) is shown at the interval's nearest end."""
+    ci_low, ci_high = _within(row["ci_low"], low, high), _within(row["ci_high"], low, high)
+    estimate, share = row.get("estimate"), row.get("share")
+    clipped = None
+    if estimate is not None and ci_low is not None and ci_high is not None:
+        clipped = "below" if estimate < low else "above" if estimate > high else None
+        estimate = _within(estimate, ci_low, ci_high)
+        share = _within(estimate if share is None else share, ci_low, ci_high)
+    count = None
+    if share is not None and low == 0.0 and high == 1.0:
+        count = n * share
+    return {
+        "option": row.get("option"),
+        "share": share,
+        "estimate": estimate,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "count": count,
+        "support": row.get("support"),
+        "stderr": row.get("stderr"),
+        "deff": row.get("deff"),
+        "clipped": clipped,
+    }
+
+
 def _support(value: int | None) -> str:
     return "-" if value is None else str(value)
 
@@ -275,6 +315,20 @@ class QuestionResults(Results):
         return {row["option"]: (row["ci_low"], row["ci_high"]) for row in self["options"]}
 
     @property
+    def scale(self) -> tuple[float, float]:
+        """The range its numbers lie in: 0 to 1 for shares, an integer question's min to max
+        for its mean."""
+        if "min" in self and "max" in self:
+            return float(self["min"]), float(self["max"])
+        return 0.0, 1.0
+
+    def shown(self) -> list[dict[str, Any]]:
+        """The rows as tables and charts show them (`shown_row`): the share as the headline,
+        every number inside its interval and the scale; the document keeps them as computed."""
+        low, high = self.scale
+        return [shown_row(row, int(self["n"]), low, high) for row in self["options"]]
+
+    @property
     def relevant(self) -> str | None:
         """The question's condition (skip logic): its estimates are for the reports that asked
         it, `n` of them; None when every report holds it."""
@@ -322,9 +376,10 @@ class QuestionResults(Results):
         """A split ballot's randomized-minus-direct rows with intervals (None otherwise)."""
         return self.get("difference")
 
-    def summary(self, of: int | None = None) -> str:
+    def summary(self, of: int | None = None, legend: bool = True) -> str:
         """The question's block of the results table; `of`, the survey's n, for a question with
-        a condition ("n of N reports asked it")."""
+        a condition ("n of N reports asked it"); `legend`: say what the columns are (a survey's
+        table says it once, at its end)."""
         q = self
         if QUESTION_TYPES[q["type"]].rows == "candidates" and not q["options"]:
             return f"{q['id']}  (text, {q['mechanism']}): no candidates; give --candidates"
@@ -339,16 +394,20 @@ class QuestionResults(Results):
         width = max([6, *(len(o["option"]) for o in q["options"])])
         deff = any("deff" in o for o in q["options"])  # weighted: the design effects
         lines.append(
-            f"  {'option':<{width}}  {'support':>7}  {'estimate':>8}  {'stderr':>6}  "
-            f"{'interval':>15}  {'count':>9}  {'share':>5}" + ("   deff" if deff else "")
+            f"  {'option':<{width}}  {'share':>6}  {'estimate':>9}  {'interval':>15}  "
+            f"{'stderr':>6}  {'support':>7}  {'count':>9}" + ("   deff" if deff else "")
         )
-        for o in q["options"]:
-            interval = f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
+        clipped = set()
+        for o in q.shown():
+            interval = "-" if o["ci_low"] is None else f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
+            mark = {"below": "<", "above": ">"}.get(o["clipped"] or "", " ")
+            clipped.add(o["clipped"])
             lines.append(
-                f"  {o['option']:<{width}}  {_support(o['support']):>7}  {_cell(o['estimate']):>8}  "
-                f"{_cell(o['stderr']):>6}  {interval:>15}  {_cell(o['count'], 1):>9}  "
-                f"{_cell(o['share']):>5}" + (f"  {_cell(o.get('deff')):>5}" if deff else "")
+                f"  {o['option']:<{width}}  {_cell(o['share']):>6}  {_cell(o['estimate']):>8}"
+                f"{mark}  {interval:>15}  {_cell(o['stderr']):>6}  {_support(o['support']):>7}  "
+                f"{_cell(o['count'], 1):>9}" + (f"  {_cell(o.get('deff')):>5}" if deff else "")
             )
+        lines += _footnotes(clipped, q.scale, legend)
         if "direct" in q:  # split ballot (docs/statistics.md, "Split ballot")
             lines.append(
                 f"  split ballot: randomized n {q['n']}, direct n {q['direct']['n']}; "
@@ -361,6 +420,34 @@ class QuestionResults(Results):
                     f"[{_cell(d['ci_low'])}, {_cell(d['ci_high'])}]"
                 )
         return "\n".join(lines)
+
+
+#: What the results tables say under their rows (docs/researchers.md, "Reading the results").
+SUPPORT_NOTE = (
+    "  share: the estimated share (consistent: none below 0, summing to 1); estimate: the "
+    "unbiased estimate and its interval; support: the noisy reports that chose the option "
+    "(randomized answers, not true ones); count: n x share"
+)
+
+
+def _footnotes(
+    clipped: set[str | None], scale: tuple[float, float], legend: bool = True
+) -> list[str]:
+    """The table's legend (unless said once elsewhere), and what < and > beside an estimate
+    mean."""
+    lines = [SUPPORT_NOTE] if legend else []
+    low, high = (f"{edge:g}" for edge in scale)
+    if "below" in clipped:
+        lines.append(
+            f"  < the unbiased estimate fell below {low} by chance: shown at the interval's "
+            "end (--json has it as computed)"
+        )
+    if "above" in clipped:
+        lines.append(
+            f"  > the unbiased estimate fell above {high} by chance: shown at the interval's "
+            "end (--json has it as computed)"
+        )
+    return lines
 
 
 def weighted_by(doc: Mapping[str, Any]) -> list[str]:
@@ -418,8 +505,8 @@ class SurveyResults(AnalysisResults):
         ]
         lines += weighted_by(self)
         for question in self["questions"]:
-            lines += ["", question.summary(self["n"])]
-        return "\n".join(lines)
+            lines += ["", question.summary(self["n"], legend=False)]
+        return "\n".join([*lines, "", SUPPORT_NOTE.strip()])
 
 
 class Breakdown(AnalysisResults):
@@ -488,14 +575,21 @@ class Breakdown(AnalysisResults):
         by = self["by"]
         lines = [f"{self['question']} by {by}: {self._used()}, {self['confidence']:.0%} intervals"]
         lines += weighted_by(self)
-        for group in self["groups"]:
+        clipped: set[str | None] = set()
+        scale = (0.0, 1.0)
+        for group, entry in zip(self["groups"], self.groups.values(), strict=True):
             lines.append(f"{by} = {group['group']}  (n = {group['n']})")
-            for row in group["options"]:
+            scale = entry.scale
+            for row in entry.shown():
+                mark = {"below": "<", "above": ">"}.get(row["clipped"] or "", " ")
+                clipped.add(row["clipped"])
                 lines.append(
-                    f"  {row['option']:<20} {_cell(row['estimate'])}  "
-                    f"[{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
-                    + (f"  deff {_cell(row['deff'])}" if "deff" in row else "")
+                    f"  {row['option']:<20} share {_cell(row['share'])}  estimate "
+                    f"{_cell(row['estimate'])}{mark} [{_cell(row['ci_low'])}, "
+                    f"{_cell(row['ci_high'])}]  se {_cell(row['stderr'])}"
+                    + (f"  deff {_cell(row['deff'])}" if row["deff"] is not None else "")
                 )
+        lines += [line.strip() for line in _footnotes(clipped, scale, legend=False)]
         test = self["test"]
         if test:
             lines.append(
@@ -554,11 +648,16 @@ class Crosstab(AnalysisResults):
             f"{self['confidence']:.0%} intervals"
         ]
         lines += weighted_by(self)
+        clipped: set[str | None] = set()
         for cell in self["cells"]:
+            shown = shown_row(cell, self.n)
+            mark = {"below": "<", "above": ">"}.get(shown["clipped"] or "", " ")
+            clipped.add(shown["clipped"])
             lines.append(
-                f"  {cell['first']:<16} {cell['second']:<16} {_cell(cell['estimate'])}  "
-                f"[{_cell(cell['ci_low'])}, {_cell(cell['ci_high'])}]  se {_cell(cell['stderr'])}"
+                f"  {cell['first']:<16} {cell['second']:<16} {_cell(shown['estimate'])}{mark} "
+                f"[{_cell(shown['ci_low'])}, {_cell(shown['ci_high'])}]  se {_cell(cell['stderr'])}"
             )
+        lines += [line.strip() for line in _footnotes(clipped, (0.0, 1.0), legend=False)]
         return "\n".join(lines)
 
 

@@ -47,6 +47,7 @@ def fit_weighted(
     *,
     population: Sequence[int] | None = None,
     raked: bool = False,
+    terms: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The weighted fit: x [patterns, k] the model matrix, and per frame row its pattern index,
     its report y (1 supports the outcome) and whether it is in the fit (`domain`). The fit of
@@ -58,7 +59,7 @@ def fit_weighted(
     patterns = x.shape[0]
     ones = np.bincount(pattern, weights=cw * y, minlength=patterns)
     zeros = np.bincount(pattern, weights=cw * (1 - y), minlength=patterns)
-    result = fit(x, ones, zeros, p, q)
+    result = fit(x, ones, zeros, p, q, terms)
     if not result["converged"]:
         return result
     beta = result["beta"]
@@ -124,7 +125,9 @@ def weighted_regress(
     y = np.array(
         [0.0 if a[0] is None else float(option in question.supports(a[0])) for a in answers]
     )
-    result = fit_weighted(x, pattern, y, frame, weights, domain, p, q, **_variance(options))
+    result = fit_weighted(
+        x, pattern, y, frame, weights, domain, p, q, terms=terms, **_variance(options)
+    )
     coefficients = []
     for i, term in enumerate(terms):
         row: dict[str, Any] = dict.fromkeys(

@@ -128,15 +128,20 @@ class AuditEntry:
 
 
 class NewReport(NamedTuple):
-    """A checked, verified report ready to store, with the options each answer supports."""
+    """A checked, verified report ready to store, with the options each answer supports and
+    its answer pattern (`deniable.shared.report.answer_pattern`: what analyses count)."""
 
     report_id: str
     survey_id: str
     public_key: str
     body: str
     support: Mapping[str, Sequence[int]]
+    pattern: str
 
 
+#: Fold a survey's answer pattern shards (Store.fold_patterns) once they hold this many rows
+#: per distinct pattern: reads then cost at most about this many rows a pattern.
+FOLD_AT = 2.0
 #: A purged report keeps this empty body (and its random report_id and public key).
 PURGED_BODY = ""
 #: `answer_counts` reads a split-ballot question's arm for the id ARM_PREFIX + its id (no
@@ -171,24 +176,33 @@ def resend_outcome(
 StoreOutcome = Literal["accepted", "duplicate", "conflict", "answered", "closed"]
 EnrollOutcome = Literal["enrolled", "already", "unknown-code", "used-code"]
 
-#: Counts report bodies: (number of reports, question id -> support count per option).
-BodyCounter = Callable[[Iterable[str]], tuple[int, dict[str, list[int]]]]
+#: Counts report bodies: (number of reports, question id -> support count per option, answer
+#: pattern -> reports).
+BodyCounter = Callable[[Iterable[str]], tuple[int, dict[str, list[int]], dict[str, int]]]
 
 
 @dataclass(frozen=True)
 class Recount:
-    """A survey's stored n and tallies beside a recount: the stored reports plus the purged ones."""
+    """A survey's stored n and tallies beside a recount: the stored reports plus the purged
+    ones; and its answer patterns' counts beside those of the stored reports (a purge takes
+    its reports' patterns away: analyses read the reports whose bodies are kept)."""
 
     stored_n: int
     stored: dict[str, list[int]]
     counted_n: int
     counted: dict[str, list[int]]
     purged_n: int
+    stored_patterns: dict[str, int]
+    counted_patterns: dict[str, int]
 
     @property
     def consistent(self) -> bool:
-        """Whether the stored n and tallies equal the recount."""
-        return self.stored_n == self.counted_n and self.stored == self.counted
+        """Whether the stored n, tallies and answer patterns equal the recount."""
+        return (
+            self.stored_n == self.counted_n
+            and self.stored == self.counted
+            and self.stored_patterns == self.counted_patterns
+        )
 
 
 class Store(ABC):
@@ -253,33 +267,49 @@ class Store(ABC):
         """Every stored report body of a survey in arrival order, fetched `chunk` rows at a time."""
 
     @abstractmethod
+    def pattern_counts(self, survey_id: str) -> dict[str, int]:
+        """The survey's answer patterns (NewReport.pattern) and how many stored reports (whose
+        bodies are kept) have each, as kept in the reports' transactions."""
+
+    def fold_patterns(self, survey_id: str, *, at: float = FOLD_AT) -> bool:
+        """Fold the survey's answer pattern counters into one row per pattern, if the backend
+        spreads them over shards (see PostgresStore) and they hold `at` rows per pattern or
+        more; whether it folded. Reads are then as cheap as the distinct patterns allow;
+        counts never change."""
+        return False
+
     def answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> dict[tuple[Any, ...], int]:
         """How many stored reports (whose bodies are kept) sent each combination of noisy
-        answers to these questions, counted by the database: what breakdowns, cross-tabs and
-        regressions need, without moving every report into Python."""
+        answers to these questions (not text ones), summed by the database from the answer
+        patterns: what breakdowns, cross-tabs and regressions need, in time and memory that
+        grow with the distinct patterns, never with the reports. A question a report skipped
+        is None in its combination."""
+        return dict(self.iter_answer_counts(survey_id, question_ids))
 
+    @abstractmethod
     def iter_answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> Iterator[tuple[tuple[Any, ...], int]]:
         """answer_counts as (combination, count) pairs read from the database as they are
         consumed, so that a caller folding them in chunks holds a chunk, not every distinct
-        combination (there may be one per report)."""
-        yield from self.answer_counts(survey_id, question_ids).items()
+        combination."""
 
     # verification and retention (see recount.py)
     @abstractmethod
     def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
-        """Recount n and tallies from the stored report bodies (plus what retention purged), in
-        one consistent snapshot; with `repair`, in one write transaction that also replaces
-        the stored n and tallies by the recount. Returns what was found before any repair."""
+        """Recount n and tallies from the stored report bodies (plus what retention purged),
+        and the answer patterns from the stored bodies, in one consistent snapshot; with
+        `repair`, in one write transaction that also replaces the stored n, tallies and
+        patterns by the recount. Returns what was found before any repair."""
 
     @abstractmethod
     def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
         """Delete the bodies of reports received before `before_hour` in one transaction, moving
-        their counts to the survey's purged totals (tallies and n stay as they are); the random
-        report_id and public_key stay, so a resent report is never counted twice. How many."""
+        their counts to the survey's purged totals (tallies and n stay as they are) and taking
+        their answer patterns away (analyses read the kept reports); the random report_id and
+        public_key stay, so a resent report is never counted twice. How many."""
 
     # researchers: accounts and their tokens
     @abstractmethod

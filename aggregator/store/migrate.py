@@ -1,11 +1,12 @@
 """Copy an SQLite deployment into PostgreSQL (`deniable-aggregator migrate-store --to URL`).
 
-Every table (surveys, reports and tallies; accounts, tokens, roles and the audit log;
+Every table (surveys, reports, tallies and answer patterns; accounts, tokens, roles and the audit log;
 invitations and enrollments) is read in one SQLite read transaction and written in one PostgreSQL transaction
 (COPY), so the copy is of one moment and lands whole or not at all. The target must be empty:
 copying into a database that already holds surveys or reports could count a report twice.
-After the copy, each survey is checked by recounting its tallies from the copied reports
-(plus what retention purged) and comparing them, and every table's row count, with the source.
+After the copy, each survey is checked by recounting its tallies and answer patterns from the
+copied reports (plus what retention purged) and comparing them, and every table's row count,
+with the source.
 The command itself is the CLI's (aggregator/cli/maintenance.py).
 """
 
@@ -30,6 +31,7 @@ COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("tallies", ("survey_id", "question_id", "option_index", "support")),
     ("purged_tallies", ("survey_id", "question_id", "option_index", "support")),
+    ("answer_patterns", ("survey_id", "digest", "pattern", "reports")),
     ("reports", ("seq", "report_id", "survey_id", "public_key", "body", "received_hour")),
     ("accounts", ("id", "name", "admin", "created_at")),
     (
@@ -51,6 +53,13 @@ COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("invitations", ("hash", "survey_id", "used", "created_at")),
     ("enrollments", ("survey_id", "public_key")),
 )
+
+#: Tables read from SQLite by a query of their own: the answer patterns with their counts,
+#: which SQLite keeps in two tables (store/sqlite.py) and PostgreSQL in one.
+SOURCES: dict[str, str] = {
+    "answer_patterns": "SELECT p.survey_id, p.digest, p.pattern, c.reports FROM answer_patterns p "
+    "JOIN pattern_counts c ON c.pattern = p.id WHERE c.reports > 0",
+}
 
 #: The copied columns PostgreSQL numbers itself (identity columns): each sequence is moved
 #: past the copied numbers.
@@ -104,8 +113,9 @@ def _copy(source: SQLiteStore, target: PostgresStore, where: str) -> dict[str, i
             for table, columns in COPIED:
                 names = ", ".join(columns)
                 count = 0
+                query = SOURCES.get(table, f"SELECT {names} FROM {table}")
                 with conn.cursor().copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-                    for row in source.conn.execute(f"SELECT {names} FROM {table}"):
+                    for row in source.conn.execute(query):
                         copy.write_row(row)
                         count += 1
                 rows[table] = count
@@ -139,5 +149,9 @@ def _verify(
             )
         if target.tallies(record.id) != source.tallies(record.id):
             raise StoreError(f"verification failed: {record.id}: tallies differ from the source")
+        if target.pattern_counts(record.id) != source.pattern_counts(record.id):
+            raise StoreError(
+                f"verification failed: {record.id}: answer patterns differ from the source"
+            )
         surveys[record.id] = found.stored_n
     return surveys

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import count as counter
 from typing import Any
@@ -30,8 +30,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from deniable.aggregator.store import gateway
 from deniable.aggregator.store.base import (
     ARM_PREFIX,
+    FOLD_AT,
     UNNAMED,
     NewReport,
     StoredReport,
@@ -39,7 +41,13 @@ from deniable.aggregator.store.base import (
     StoreOutcome,
     resend_outcome,
 )
-from deniable.aggregator.store.sql import SQLStore, support_by_question
+from deniable.aggregator.store.sql import (
+    SQLStore,
+    pattern_digest,
+    stored_patterns,
+    support_by_question,
+)
+from deniable.shared.canonical import canonical_json
 
 #: The advisory lock key migrations run under ("deniable" in ASCII, as a bigint).
 MIGRATION_LOCK = 0x64656E6961626C65
@@ -241,16 +249,86 @@ _SCHEMA_6 = (
     "CREATE INDEX audit_by_time ON audit (time)",
 )
 
+
+def _count_stored_patterns(conn: psycopg.Connection) -> None:
+    """The answer patterns of the reports already stored, counted once when the table comes
+    (SQLite's fifth migration does the same); later report transactions add their own."""
+    surveys = conn.execute("SELECT id, resolved FROM surveys ORDER BY id").fetchall()
+    for survey_id, resolved in surveys:
+        with conn.cursor(name=f"deniable_patterns_{next(_names)}") as cur:
+            cur.itersize = 1000
+            cur.execute(
+                "SELECT body FROM reports WHERE survey_id = %s AND body <> '' ORDER BY seq",
+                (survey_id,),
+            )
+            found = stored_patterns(resolved, (body for (body,) in cur))
+        _insert_patterns(conn, survey_id, found)
+
+
+def _insert_patterns(conn: psycopg.Connection, survey_id: str, patterns: Mapping[str, int]) -> None:
+    """Rows (shard 0) for the survey's patterns that have reports."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO answer_patterns (survey_id, digest, pattern, reports) "
+            "VALUES (%s, %s, %s::jsonb, %s)",
+            [(survey_id, pattern_digest(p), p, n) for p, n in sorted(patterns.items()) if n > 0],
+        )
+
+
+# Answer patterns (shared/report.py), counted in the report transaction: like the tallies,
+# each transaction adds to one of SHARDS rows per pattern (its shard), so writers of one survey
+# do not queue on its common patterns; reads add the shards up, and `fold_patterns` folds
+# them into shard 0 now and then. A pattern is kept as jsonb, so that reads take answers out
+# of it without parsing text. The function gains the reports' patterns: per report the number
+# of its pattern among the distinct ones of the call (NULL: not counted), and those patterns
+# with their digests.
+_SCHEMA_7 = (
+    """CREATE TABLE answer_patterns (
+        survey_id text NOT NULL REFERENCES surveys (id),
+        digest bytea NOT NULL,
+        shard smallint NOT NULL DEFAULT 0,
+        pattern jsonb NOT NULL,
+        reports bigint NOT NULL,
+        PRIMARY KEY (survey_id, digest, shard))""",
+    _count_stored_patterns,
+    """DROP FUNCTION deniable_add_reports(text[], text[], text[], text[], text, smallint,
+        integer[], text[], integer[])""",
+    _SCHEMA_4[0]
+    .replace(
+        "p_report integer[], p_question text[], p_option integer[],",
+        "p_report integer[], p_question text[], p_option integer[],\n"
+        "        p_pattern integer[], p_digests bytea[], p_patterns text[],",
+    )
+    .replace(
+        "        IF false = ANY(inserted) THEN",
+        """        INSERT INTO answer_patterns (survey_id, digest, shard, pattern, reports)
+        SELECT p_surveys[r], p_digests[p_pattern[r]], p_shard, p_patterns[p_pattern[r]]::jsonb,
+               count(*)
+          FROM generate_series(1, n) AS r
+         WHERE inserted[r] AND p_pattern[r] IS NOT NULL
+         GROUP BY p_surveys[r], p_pattern[r]
+         ORDER BY p_surveys[r] COLLATE "C", p_digests[p_pattern[r]]
+        ON CONFLICT (survey_id, digest, shard)
+        DO UPDATE SET reports = answer_patterns.reports + excluded.reports;
+        IF false = ANY(inserted) THEN""",
+    ),
+)
+
+#: A migration step: a statement, or a function given the migrating transaction's connection.
+Step = str | Callable[[psycopg.Connection], None]
+
 #: Ordered schema migrations (SQLite's first two, the sharded counters, the report transaction
-#: as a function, dashboard sessions, then accounts, roles and the audit log); schema_version
-#: counts those applied.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+#: as a function, dashboard sessions, accounts, roles and the audit log, then answer
+#: patterns); schema_version counts those applied.
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     _SCHEMA_1,
     _SCHEMA_2,
     _SCHEMA_3,
     _SCHEMA_4,
     _SCHEMA_5,
     _SCHEMA_6,
+    _SCHEMA_7,
+    gateway.SCHEMA,  # the OHTTP gateway's keys and relay batches (store/gateway.py)
 )
 
 #: A survey's n (for a row of `surveys`): the base plus its count shards.
@@ -270,8 +348,30 @@ _TALLIES = (
 #: in every report body would be escaped, by a regular expression, on the way.
 _ADD_REPORTS = (
     "SELECT * FROM deniable_add_reports(%b::text[], %b::text[], %b::text[], %b::text[], "
-    "%s::text, %s::smallint, %b::integer[], %b::text[], %b::integer[])"
+    "%s::text, %s::smallint, %b::integer[], %b::text[], %b::integer[], "
+    "%b::integer[], %b::bytea[], %b::text[])"
 )
+#: A survey's answer patterns with their reports, the shards added up.
+_PATTERNS = (
+    "SELECT pattern, sum(reports)::bigint FROM answer_patterns WHERE survey_id = %s "
+    "GROUP BY digest, pattern HAVING sum(reports) > 0"
+)
+#: Fold a survey's pattern shards into shard 0 (see fold_patterns). The rows are locked in
+#: digest order, as every report transaction locks its own, so neither waits on the other in
+#: a cycle; a row a writer adds meanwhile stays for the next fold.
+_FOLD = """
+    WITH moved AS (
+        DELETE FROM answer_patterns WHERE (survey_id, digest, shard) IN (
+            SELECT survey_id, digest, shard FROM answer_patterns
+             WHERE survey_id = %(s)s AND shard <> 0
+             ORDER BY digest, shard FOR UPDATE)
+        RETURNING digest, pattern, reports)
+    INSERT INTO answer_patterns (survey_id, digest, shard, pattern, reports)
+    SELECT %(s)s, digest, 0, pattern, sum(reports) FROM moved
+     GROUP BY digest, pattern ORDER BY digest
+    ON CONFLICT (survey_id, digest, shard)
+    DO UPDATE SET reports = answer_patterns.reports + excluded.reports
+"""
 #: Attempts at a report transaction that PostgreSQL aborts as a deadlock (possible only between
 #: batches holding the same reports in different orders); the outcome of a retry is the same.
 _ATTEMPTS = 5
@@ -420,8 +520,11 @@ class PostgresStore(SQLStore):
                     f"this aggregator knows ({len(MIGRATIONS)}); upgrade deniable"
                 )
             for number in range(version, len(MIGRATIONS)):
-                for statement in MIGRATIONS[number]:
-                    conn.execute(statement)
+                for step in MIGRATIONS[number]:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
                 conn.execute("UPDATE schema_version SET version = %s", (number + 1,))
         return len(MIGRATIONS)
 
@@ -460,6 +563,7 @@ class PostgresStore(SQLStore):
             numbers,
             questions,
             options,
+            *self._pattern_args(reports),
         )
         for attempt in range(_ATTEMPTS):
             with self._conn() as conn:
@@ -481,6 +585,14 @@ class PostgresStore(SQLStore):
             else {}
         )
         return self._classify(reports, inserted, set(open_ids), stored)
+
+    @staticmethod
+    def _pattern_args(reports: Sequence[NewReport]) -> tuple[list[int], list[bytes], list[str]]:
+        """The reports' answer patterns as the report function takes them: per report the
+        number (from 1) of its pattern among the distinct ones, and those with their digests."""
+        numbers: dict[str, int] = {}
+        of_report = [numbers.setdefault(r.pattern, len(numbers) + 1) for r in reports]
+        return of_report, [pattern_digest(p) for p in numbers], list(numbers)
 
     @staticmethod
     def _lock_open_surveys(conn: psycopg.Connection, survey_ids: list[str]) -> set[str]:
@@ -547,23 +659,19 @@ class PostgresStore(SQLStore):
             for (body,) in cur:
                 yield body
 
-    def answer_counts(
-        self, survey_id: str, question_ids: Sequence[str]
-    ) -> dict[tuple[Any, ...], int]:
-        return dict(self.iter_answer_counts(survey_id, question_ids))
-
     def iter_answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> Iterator[tuple[tuple[Any, ...], int]]:
         columns = sql.SQL(", ").join(
-            sql.SQL("(body::jsonb -> 'arms' -> {})").format(sql.Literal(qid[len(ARM_PREFIX) :]))
+            sql.SQL("(pattern -> 'arms' -> {})").format(sql.Literal(qid[len(ARM_PREFIX) :]))
             if qid.startswith(ARM_PREFIX)  # a split ballot's arm (stats/analyze.py)
-            else sql.SQL("(body::jsonb -> 'answers' -> {})").format(sql.Literal(qid))
+            else sql.SQL("(pattern -> 'answers' -> {})").format(sql.Literal(qid))
             for qid in question_ids
         )
+        # Every shard row of a pattern holds the pattern: grouping by the answers sums them.
         query = sql.SQL(
-            "SELECT {columns}, count(*) FROM reports WHERE survey_id = %s AND body <> '' "
-            "GROUP BY {columns}"
+            "SELECT {columns}, sum(reports)::bigint FROM answer_patterns "
+            "WHERE survey_id = %s GROUP BY {columns}"
         ).format(columns=columns)
         # A server-side cursor: rows come over as the caller reads them, ITERSIZE at a time.
         with self._tx(snapshot=True) as conn, conn.cursor(name="answer_counts") as cursor:
@@ -571,6 +679,39 @@ class PostgresStore(SQLStore):
             cursor.execute(query, (survey_id,))
             for row in cursor:
                 yield tuple(row[:-1]), row[-1]
+
+    def _stored_patterns(self, conn: psycopg.Connection, survey_id: str) -> dict[str, int]:
+        # jsonb writes its own text: the pattern's canonical JSON is made again from its value.
+        return {
+            canonical_json(pattern).decode("utf-8"): n
+            for pattern, n in conn.execute(_PATTERNS, (survey_id,))
+        }
+
+    def _replace_patterns(
+        self, conn: psycopg.Connection, survey_id: str, patterns: Mapping[str, int]
+    ) -> None:
+        conn.execute("DELETE FROM answer_patterns WHERE survey_id = %s", (survey_id,))
+        _insert_patterns(conn, survey_id, patterns)
+
+    def fold_patterns(self, survey_id: str, *, at: float = FOLD_AT) -> bool:
+        """Fold the survey's answer pattern shards into one row per pattern when they hold
+        `at` rows per pattern or more (reads then scan one row a pattern), beside the
+        writers: their rows are locked in the order writers lock theirs, and one process
+        folds a survey at a time (the others skip it). Whether it folded."""
+        with self._tx() as conn:
+            if not conn.execute(
+                "SELECT pg_try_advisory_xact_lock(hashtext('deniable-fold:' || %s))",
+                (survey_id,),
+            ).fetchone()[0]:
+                return False
+            rows, distinct = conn.execute(
+                "SELECT count(*), count(DISTINCT digest) FROM answer_patterns WHERE survey_id = %s",
+                (survey_id,),
+            ).fetchone()
+            if rows < at * distinct or rows == distinct:
+                return False
+            conn.execute(_FOLD, {"s": survey_id})
+        return True
 
     # verification and retention
     def _stored_tallies(self, conn: psycopg.Connection, survey_id: str) -> dict[str, list[int]]:
@@ -615,6 +756,7 @@ TABLES: tuple[str, ...] = (
     "purged_tallies",
     "tally_shards",
     "count_shards",
+    "answer_patterns",
     "reports",
     "accounts",
     "tokens",

@@ -9,8 +9,11 @@ Queries use `?` placeholders; a backend whose driver wants another style rewrite
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -33,6 +36,10 @@ from deniable.aggregator.store.base import (
     SurveyRecord,
     TokenRecord,
 )
+from deniable.aggregator.store.gateway import GatewayRecords
+from deniable.shared.errors import DeniableError
+from deniable.shared.report import body_patterns
+from deniable.shared.survey import Survey
 
 #: A DB-API connection as both drivers offer it: `execute` returns a cursor.
 Connection = Any
@@ -44,6 +51,27 @@ def support_by_question(rows: Iterable[Sequence[Any]]) -> dict[str, list[int]]:
     for qid, _, value in rows:
         support.setdefault(qid, []).append(value)
     return support
+
+
+def pattern_digest(pattern: str) -> bytes:
+    """The key of an answer pattern's row: 16 bytes of its BLAKE2b (a pattern may be long)."""
+    return hashlib.blake2b(pattern.encode("utf-8"), digest_size=16).digest()
+
+
+def stored_patterns(resolved: str, bodies: Iterable[str]) -> Counter[str]:
+    """The answer patterns of a survey's stored bodies (`resolved`: its stored document), for
+    the migration that counts those already stored (either backend's). A body is canonical
+    JSON of a report checked when it arrived, so nothing is checked again; a stored survey
+    that no longer parses takes no report, and gets no pattern."""
+    rest = iter(bodies)
+    first = next(rest, None)
+    if first is None:
+        return Counter()
+    try:
+        pattern_of = body_patterns(Survey.from_stored(json.loads(resolved)))
+    except (ValueError, DeniableError):
+        return Counter()
+    return Counter(pattern_of(body) for body in itertools.chain([first], rest))
 
 
 #: A token row in TokenRecord's order (tokens t joined to their accounts a).
@@ -80,7 +108,7 @@ class _Rollback(Exception):
         self.outcome = outcome
 
 
-class SQLStore(Store):
+class SQLStore(GatewayRecords, Store):
     """The Store over a SQL database: shared statements, backend hooks."""
 
     #: A survey row in SurveyRecord's order; a backend may compute report_count.
@@ -108,6 +136,10 @@ class SQLStore(Store):
     @abstractmethod
     def _stored_tallies(self, conn: Connection, survey_id: str) -> dict[str, list[int]]:
         """The survey's tallies as stored (question id -> support per option)."""
+
+    @abstractmethod
+    def _stored_patterns(self, conn: Connection, survey_id: str) -> dict[str, int]:
+        """The survey's answer patterns as stored (pattern -> reports, none at zero)."""
 
     def _sql(self, query: str) -> str:
         """The statement in the driver's placeholder style."""
@@ -192,6 +224,16 @@ class SQLStore(Store):
         )
         return StoredReport(*row) if row else None
 
+    def pattern_counts(self, survey_id: str) -> dict[str, int]:
+        with self._read() as conn:
+            return self._stored_patterns(conn, survey_id)
+
+    @abstractmethod
+    def _replace_patterns(
+        self, conn: Connection, survey_id: str, patterns: Mapping[str, int]
+    ) -> None:
+        """Make the survey's stored answer pattern counts these (under its write lock)."""
+
     # verification and retention
     def _recount(self, conn: Connection, survey_id: str, count: BodyCounter) -> Recount:
         row = self._run(
@@ -210,12 +252,22 @@ class SQLStore(Store):
                 (survey_id,),
             ).fetchall()
         )
-        n, counted = count(self._bodies(conn, "survey_id = ? AND body <> ''", (survey_id,)))
+        n, counted, patterns = count(
+            self._bodies(conn, "survey_id = ? AND body <> ''", (survey_id,))
+        )
         total = {
             qid: [c + p for c, p in zip(counts, purged.get(qid, [0] * len(counts)), strict=True)]
             for qid, counts in counted.items()
         }
-        return Recount(row[0], stored, n + row[1], total, row[1])
+        return Recount(
+            row[0],
+            stored,
+            n + row[1],
+            total,
+            row[1],
+            self._stored_patterns(conn, survey_id),
+            {pattern: n for pattern, n in patterns.items() if n},
+        )
 
     def recount(self, survey_id: str, count: BodyCounter, *, repair: bool = False) -> Recount:
         if not repair:
@@ -241,15 +293,21 @@ class SQLStore(Store):
                         for option, value in enumerate(counts)
                     ],
                 )
+                if found.stored_patterns != found.counted_patterns:
+                    self._replace_patterns(conn, survey_id, found.counted_patterns)
         return found
 
     def purge_reports(self, survey_id: str, before_hour: str, count: BodyCounter) -> int:
         where = "survey_id = ? AND received_hour < ? AND body <> ''"
         with self._write() as conn:
             self._lock_survey(conn, survey_id)
-            n, support = count(self._bodies(conn, where, (survey_id, before_hour)))
+            n, support, patterns = count(self._bodies(conn, where, (survey_id, before_hour)))
             if n == 0:
                 return 0
+            kept = self._stored_patterns(conn, survey_id)
+            for pattern, purged in patterns.items():
+                kept[pattern] = kept.get(pattern, 0) - purged
+            self._replace_patterns(conn, survey_id, kept)
             self._executemany(
                 conn,
                 "INSERT INTO purged_tallies (survey_id, question_id, option_index, support) "

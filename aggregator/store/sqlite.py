@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from deniable.aggregator.store import gateway
 from deniable.aggregator.store.base import (
     ARM_PREFIX,
     UNNAMED,
@@ -27,7 +28,12 @@ from deniable.aggregator.store.base import (
     StoreOutcome,
     resend_outcome,
 )
-from deniable.aggregator.store.sql import SQLStore, support_by_question
+from deniable.aggregator.store.sql import (
+    SQLStore,
+    pattern_digest,
+    stored_patterns,
+    support_by_question,
+)
 
 DB_FILE = "deniable.db"
 #: Beside the database file: the lock writers of every process queue on (see _writer_lock).
@@ -218,8 +224,78 @@ def _schema_4(db: Database) -> None:
         db.conn.execute(statement)
 
 
+#: Answer patterns (shared/report.py): each distinct pattern of a survey once, with an id, and
+#: its count in a narrow table of its own. A batch of reports rewrites only count rows, about
+#: 400 to a page, not the patterns' text: several times less to write to the WAL. Writers
+#: remember the ids; a purge or repair that deletes patterns (their reports all gone) raises the
+#: survey's patterns_generation, and a writer that sees it changed forgets the survey's ids.
+_SCHEMA_5 = (
+    "ALTER TABLE surveys ADD COLUMN patterns_generation INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE answer_patterns (
+        id INTEGER PRIMARY KEY,
+        survey_id TEXT NOT NULL REFERENCES surveys (id),
+        digest BLOB NOT NULL,
+        pattern TEXT NOT NULL)""",
+    "CREATE UNIQUE INDEX answer_patterns_by_digest ON answer_patterns (survey_id, digest)",
+    # pattern: answer_patterns.id (no foreign key: checking it would cost every increment)
+    "CREATE TABLE pattern_counts (pattern INTEGER PRIMARY KEY, reports INTEGER NOT NULL)",
+)
+
+
+def _pattern_id(conn: sqlite3.Connection, survey_id: str, pattern: str) -> int:
+    """The id of the survey's answer pattern, its row made if new."""
+    digest = pattern_digest(pattern)
+    row = conn.execute(
+        "INSERT INTO answer_patterns (survey_id, digest, pattern) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING RETURNING id",
+        (survey_id, digest, pattern),
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id FROM answer_patterns WHERE survey_id = ? AND digest = ?",
+            (survey_id, digest),
+        ).fetchone()
+    return row[0]
+
+
+def _schema_5(db: Database) -> None:
+    """Per survey, how many kept reports have each answer pattern, counted here for the
+    reports already stored; from now on each report transaction adds its own."""
+    for statement in _SCHEMA_5:
+        db.conn.execute(statement)
+    surveys = db.conn.execute("SELECT id, resolved FROM surveys ORDER BY id").fetchall()
+    for survey_id, resolved in surveys:
+        bodies = (
+            body
+            for (body,) in db.conn.execute(
+                "SELECT body FROM reports WHERE survey_id = ? AND body != ''", (survey_id,)
+            )
+        )
+        found = stored_patterns(resolved, bodies)
+        db.conn.executemany(
+            "INSERT INTO pattern_counts (pattern, reports) VALUES (?, ?)",
+            [(_pattern_id(db.conn, survey_id, p), n) for p, n in sorted(found.items())],
+        )
+
+
+def _schema_6(db: Database) -> None:
+    """The OHTTP gateway's keys and its relay batches' counts (store/gateway.py)."""
+    for statement in gateway.SCHEMA:
+        db.conn.execute(statement)
+
+
+#: Pattern ids a store remembers at most (then it forgets them and asks the database again).
+PATTERN_IDS_KEPT = 1_000_000
+
 #: Ordered schema migrations; the database's PRAGMA user_version counts those applied.
-MIGRATIONS: tuple[Callable[[Database], None], ...] = (_schema_1, _schema_2, _schema_3, _schema_4)
+MIGRATIONS: tuple[Callable[[Database], None], ...] = (
+    _schema_1,
+    _schema_2,
+    _schema_3,
+    _schema_4,
+    _schema_5,
+    _schema_6,
+)
 
 
 class SQLiteStore(SQLStore):
@@ -255,6 +331,8 @@ class SQLiteStore(SQLStore):
         self.conn = conn
         self._lock_path = self.path.with_name(self.path.name + WRITER_LOCK_SUFFIX)
         self._lock_fd: int | None = None
+        # survey -> (its patterns_generation, answer pattern -> its row's id): see _SCHEMA_5.
+        self._pattern_ids: dict[str, tuple[int, dict[str, int]]] = {}
 
     @classmethod
     def in_data_dir(cls, data_dir: str | Path, **options: object) -> SQLiteStore:
@@ -355,15 +433,19 @@ class SQLiteStore(SQLStore):
             return outcomes
         per_question: dict[tuple[str, str], Counter[int]] = {}
         added: Counter[str] = Counter()
+        patterns: Counter[tuple[str, str]] = Counter()
+        learned: dict[str, tuple[int, dict[str, int], dict[str, int]]] = {}
         with self._write() as conn:
             open_surveys: dict[str, bool] = {}
             for report in reports:
                 sid = report.survey_id
                 if sid not in open_surveys:
                     row = conn.execute(
-                        "SELECT closed_at FROM surveys WHERE id = ?", (sid,)
+                        "SELECT closed_at, patterns_generation FROM surveys WHERE id = ?", (sid,)
                     ).fetchone()
                     open_surveys[sid] = row is not None and row[0] is None
+                    if row is not None:
+                        learned[sid] = self._known_patterns(sid, row[1])
                 if not open_surveys[sid]:
                     outcomes.append(self._seen_before(report) or "closed")
                     continue
@@ -382,6 +464,7 @@ class SQLiteStore(SQLStore):
                     continue
                 outcomes.append("accepted")
                 added[sid] += 1
+                patterns[sid, report.pattern] += 1
                 for qid, options in report.support.items():
                     counted = per_question.get((sid, qid))
                     if counted is None:
@@ -395,11 +478,48 @@ class SQLiteStore(SQLStore):
                 for option, n in counted.items()
             }
             _add_support(conn, increments)
+            self._count_patterns(conn, patterns, learned)
             conn.executemany(
                 "UPDATE surveys SET report_count = report_count + ? WHERE id = ?",
                 [(n, sid) for sid, n in added.items()],
             )
+        # Committed: the new ids are the database's now (a rolled back transaction's could go
+        # to other patterns later).
+        for sid, (generation, known, new) in learned.items():
+            known.update(new)
+            self._pattern_ids[sid] = (generation, known)
+        if sum(len(ids) for _, ids in self._pattern_ids.values()) > PATTERN_IDS_KEPT:
+            self._pattern_ids.clear()
         return outcomes
+
+    def _known_patterns(
+        self, survey_id: str, generation: int
+    ) -> tuple[int, dict[str, int], dict[str, int]]:
+        """(generation, the pattern ids remembered for the survey if of that generation, an
+        empty dict for the ids a transaction learns)."""
+        known_generation, known = self._pattern_ids.get(survey_id, (generation, {}))
+        return generation, known if known_generation == generation else {}, {}
+
+    def _count_patterns(
+        self,
+        conn: sqlite3.Connection,
+        patterns: Mapping[tuple[str, str], int],
+        learned: dict[str, tuple[int, dict[str, int], dict[str, int]]],
+    ) -> None:
+        """Add a batch's reports to their answer patterns' counts: a new pattern gets its row
+        (its id into the survey's `learned`), then one count row per pattern is raised."""
+        rows = []
+        for (sid, pattern), n in patterns.items():
+            _, known, new = learned[sid]
+            pattern_id = known.get(pattern) or new.get(pattern)
+            if pattern_id is None:
+                pattern_id = new[pattern] = _pattern_id(conn, sid, pattern)
+            rows.append((pattern_id, n))
+        conn.executemany(
+            "INSERT INTO pattern_counts (pattern, reports) VALUES (?, ?) "
+            "ON CONFLICT (pattern) DO UPDATE SET reports = reports + excluded.reports",
+            rows,
+        )
 
     def _seen_before(self, report: NewReport) -> StoreOutcome | None:
         stored = self.stored_report(report.report_id)
@@ -436,40 +556,22 @@ class SQLiteStore(SQLStore):
                 yield body
             last = rows[-1][0]
 
-    def answer_counts(
-        self, survey_id: str, question_ids: Sequence[str]
-    ) -> dict[tuple[Any, ...], int]:
-        return dict(self.iter_answer_counts(survey_id, question_ids))
-
     def iter_answer_counts(
         self, survey_id: str, question_ids: Sequence[str]
     ) -> Iterator[tuple[tuple[Any, ...], int]]:
-        # One json_extract with every path returns a JSON array. A stored body is canonical
-        # JSON, so it starts with its answers object and "public_key" follows it: parsing that
-        # slice alone is twice as fast as parsing the whole signed body (any other body is
-        # parsed whole).
-        paths = ", ".join(f"'$.\"{qid}\"'" for qid in question_ids)
-        # A split ballot's body has "arms" between its answers and "public_key"; an id
-        # ARM_PREFIX + qid asks for a question's arm (stats/analyze.py), read from the body.
-        arm_ids = any(qid.startswith(ARM_PREFIX) for qid in question_ids)
-        answers = (
-            "CASE WHEN substr(body, 1, 12) = '{\"answers\":{' AND instr(body, ',\"public_key\":') "
-            "AND NOT instr(body, '},\"arms\":{') "
-            "THEN substr(body, 12, instr(body, ',\"public_key\":') - 12) "
-            "ELSE json_extract(body, '$.answers') END"
+        # One json_extract with every path returns a JSON array (one path: the value itself);
+        # an id ARM_PREFIX + qid asks for a split-ballot question's arm (stats/analyze.py).
+        paths = ", ".join(
+            f"'$.arms.\"{qid[len(ARM_PREFIX) :]}\"'"
+            if qid.startswith(ARM_PREFIX)
+            else f"'$.answers.\"{qid}\"'"
+            for qid in question_ids
         )
-        if arm_ids:
-            answers = "body"
-            paths = ", ".join(
-                f"'$.arms.\"{qid[len(ARM_PREFIX) :]}\"'"
-                if qid.startswith(ARM_PREFIX)
-                else f"'$.answers.\"{qid}\"'"
-                for qid in question_ids
-            )
-        # The cursor is read as the caller goes (SQLite's sorter spills the GROUP BY to disk).
+        # The cursor is read as the caller goes.
         rows = self.conn.execute(
-            f"SELECT json_extract({answers}, {paths}) AS answers, count(*) FROM reports "
-            "WHERE survey_id = ? AND body != '' GROUP BY answers",
+            f"SELECT json_extract(p.pattern, {paths}) AS answers, sum(c.reports) "
+            "FROM answer_patterns p JOIN pattern_counts c ON c.pattern = p.id "
+            "WHERE p.survey_id = ? GROUP BY answers",
             (survey_id,),
         )
         if len(question_ids) == 1:
@@ -478,6 +580,36 @@ class SQLiteStore(SQLStore):
         else:
             for answers, n in rows:
                 yield tuple(json.loads(answers)), n
+
+    def _stored_patterns(self, conn: sqlite3.Connection, survey_id: str) -> dict[str, int]:
+        return dict(
+            conn.execute(
+                "SELECT p.pattern, c.reports FROM answer_patterns p "
+                "JOIN pattern_counts c ON c.pattern = p.id "
+                "WHERE p.survey_id = ? AND c.reports > 0",
+                (survey_id,),
+            )
+        )
+
+    def _replace_patterns(
+        self, conn: sqlite3.Connection, survey_id: str, patterns: Mapping[str, int]
+    ) -> None:
+        # Every pattern row goes, the text of those no kept report has too; writers that
+        # remember ids see the generation change (see _SCHEMA_5).
+        conn.execute(
+            "DELETE FROM pattern_counts WHERE pattern IN "
+            "(SELECT id FROM answer_patterns WHERE survey_id = ?)",
+            (survey_id,),
+        )
+        conn.execute("DELETE FROM answer_patterns WHERE survey_id = ?", (survey_id,))
+        conn.execute(
+            "UPDATE surveys SET patterns_generation = patterns_generation + 1 WHERE id = ?",
+            (survey_id,),
+        )
+        conn.executemany(
+            "INSERT INTO pattern_counts (pattern, reports) VALUES (?, ?)",
+            [(_pattern_id(conn, survey_id, p), n) for p, n in sorted(patterns.items()) if n > 0],
+        )
 
     # verification and retention
     def _bodies(

@@ -15,14 +15,19 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import access, accounts, audit, exports, surveys
+from deniable.aggregator import access, accounts, audit, exports, forms, surveys
 from deniable.aggregator.access import Action
-from deniable.aggregator.params import parse_candidates, parse_confidence, parse_flag
+from deniable.aggregator.params import (
+    parse_candidates,
+    parse_confidence,
+    parse_cuts,
+    parse_flag,
+)
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import Grant, StoreError
 from deniable.aggregator.web import report_endpoint
 from deniable.aggregator.web.auth import principal, researcher_required
-from deniable.aggregator.web.bodies import json_body, json_object
+from deniable.aggregator.web.bodies import json_body, json_object, read_body
 from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.aggregator.web.problems import Problem
 from deniable.shared.errors import SurveyError
@@ -53,23 +58,54 @@ def get_survey(survey_id: str) -> Any:
     return jsonify(surveys.published(surveys.survey_or_404(get_store(), survey_id)))
 
 
+#: The XLSForm media types POST /api/v1/surveys takes besides JSON (docs/xlsform.md).
+XLSFORM_TYPES = (
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.ms-excel",
+)
+
+
+def _survey_document() -> tuple[Any, list[str]]:
+    """The request's survey document and the notices of reading it: its JSON body, or an
+    XLSForm's document (`?drop_unsupported=true` leaves out what deniable cannot honour);
+    an XLSForm's problems are one 422 listing each one (`errors`)."""
+    drop = parse_flag(request.args.get("drop_unsupported"), "drop_unsupported")
+    if (request.mimetype or "").lower() not in XLSFORM_TYPES:
+        return json_body(), []
+    data = read_body(request.environ, request.max_content_length)
+    if len(data) > forms.MAX_FORM_BYTES:
+        raise Problem(413, f"an XLSForm may have at most {forms.MAX_FORM_BYTES:,} bytes")
+    try:
+        imported = forms.read_xlsform(data, filename="form.xlsx", drop_unsupported=drop)
+    except forms.XLSFormError as exc:
+        count = len(exc.problems)
+        raise Problem(
+            422,
+            f"invalid XLSForm: {count} problem{'s' if count != 1 else ''} (errors)",
+            errors=exc.problems,
+            notices=exc.notices,
+        ) from None
+    return imported.document, imported.notices
+
+
 @bp.post("/api/v1/surveys")
 @researcher_required
 def create_survey() -> Any:
-    """Create a survey from its document, owned by the token's account; the same document
-    again answers 200."""
+    """Create a survey from its document, or from an XLSForm, owned by the token's account;
+    the same document again answers 200."""
     who = principal()
     access.require_creator(who)  # before the body: a read-only token is 403 whatever it sends
+    doc, notices = _survey_document()
     try:
         record, created = surveys.create_survey(
-            get_store(), json_body(), Limits.from_config(current_app.config), who=who
+            get_store(), doc, Limits.from_config(current_app.config), who=who
         )
     except SurveyError as exc:
         raise Problem(422, f"invalid survey: {exc}") from None
     body = {
         "id": record.id,
         **surveys.published(record),
-        "notices": surveys.language_notices(record),
+        "notices": [*notices, *surveys.language_notices(record)],
     }
     response = jsonify(body)
     response.status_code = 201 if created else 200
@@ -260,9 +296,10 @@ def export_file(survey_id: str, fmt: str) -> Any:
 @bp.get("/api/v1/surveys/<survey_id>/analysis.R")
 @researcher_required
 def analysis_r(survey_id: str) -> Any:
-    """An R script fitting ?formula= with rr::rrreg on answers.csv (the design filled in)."""
-    _authorize(survey_id, "export")  # 404 or 403 before a missing formula's 400
-    formula = _required_query("formula")
+    """An R script fitting ?formula= with R's rr on answers.csv (the design filled in); without
+    a formula, each randomized yes/no question's share."""
+    _authorize(survey_id, "export")  # 404 or 403 before a repeated formula's 400
+    formula = _query("formula")
     script = exports.analysis_script(
         get_store(), survey_id, formula, who=principal(), cache=survey_cache()
     )
@@ -279,10 +316,12 @@ def _json(doc: Any) -> Response:
 @bp.get("/api/v1/surveys/<survey_id>/breakdown")
 @researcher_required
 def breakdown(survey_id: str) -> Any:
-    """A randomized question's results within each group of a plain question."""
+    """A randomized question's results within each group of a plain question (`cuts=30,50`:
+    a plain integer in bands)."""
     _authorize(survey_id, "analyze")  # 404 or 403 before a missing parameter's 400
     question, by = _required_query("question"), _required_query("by")
     level = _confidence()
+    cuts = parse_cuts(request.args.get("cuts"))
     return _json(
         surveys.breakdown(
             get_store(),
@@ -292,6 +331,7 @@ def breakdown(survey_id: str) -> Any:
             who=principal(),
             confidence=level,
             cache=survey_cache(),
+            cuts=cuts,
             **_weighting(),
         )
     )

@@ -12,7 +12,17 @@ from typing import Any
 from flask import Flask
 
 from deniable.aggregator import config as settings
-from deniable.aggregator.web import api, cors, db, problems, report_endpoint, respond, retention
+from deniable.aggregator.web import (
+    api,
+    compression,
+    cors,
+    db,
+    gateway,
+    problems,
+    report_endpoint,
+    respond,
+    retention,
+)
 from deniable.aggregator.web.dashboard import init_dashboard
 from deniable.aggregator.web.limits import init_limits, trust_proxies
 
@@ -37,8 +47,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     init_dashboard(app)
     init_limits(app)
     cors.init_app(app)  # CORS on the respondent routes only (DENIABLE_PAGE_ORIGINS)
+    compression.init_app(app)  # brotli or gzip, but the dashboard's HTML (web/compression.py)
     # WSGI layers, innermost first: the report endpoint in front of Flask, the retention tick
     # in front of every request, the trusted proxies' client address in front of everything.
+    gateway.init_app(app)  # OHTTP, its reports handed to the app's outer layers (anonymity.md)
     report_endpoint.init_app(app)
     retention.init_app(app)
     trust_proxies(app)

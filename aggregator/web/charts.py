@@ -1,11 +1,13 @@
 """Charts drawn on the server as inline SVG: no script, no external file, readable without colour.
 
-Per option a bar for the unbiased estimate with its confidence-interval whisker, and a thinner
-bar beside it for the consistent distribution (`share`). The axis runs from 0 to 1 (an integer
-question's mean: from its min to its max, with no share bar; a multi question's options: no
-share bar either, each is its own yes/no); an estimate outside it is drawn at the edge and said
-in the description. Every chart carries a <title> and
-a <desc> that spell out the numbers for screen readers. The rows keep wire order in every
+Per option, the numbers of its table row (QuestionResults.shown(): docs/researchers.md,
+"Reading the results"): a bar for the share, the headline (the consistent distribution; for a
+select-all option or a mean, the estimate within its range), the whisker of the unbiased
+estimate's confidence interval, and a diamond at the unbiased estimate, so that what is drawn
+never leaves its interval nor the axis. The axis runs from 0 to 1 (an integer question's mean:
+from its min to its max). Option labels are HTML inside the SVG (foreignObject) so that they
+wrap, never clip; each row is as tall as its label needs. Every chart carries a <title> and a
+<desc> that spell out the numbers for screen readers. The rows keep wire order in every
 language (only their names change), and a question with a skip-logic condition says so.
 """
 
@@ -18,16 +20,19 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from deniable.shared.questions import QUESTION_TYPES
+from deniable.aggregator.stats.results import QuestionResults, shown_row
 
 WIDTH = 480
-LABEL_W = 96
+LABEL_W = 150
 RIGHT = 20
 TOP = 12
 ROW = 46
 BOTTOM = 30
 TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
-MAX_LABEL = 12
+#: Characters of a label per line, counted low (the box holds about 18 at its font) so that
+#: a line never overflows it; a label's row grows a line at a time.
+LABEL_LINE = 14
+LINE_HEIGHT = 15
 
 _ids = itertools.count(1)
 
@@ -56,10 +61,13 @@ class Scale:
 SHARES = Scale()
 
 
+def _entry(question: Mapping[str, Any]) -> QuestionResults:
+    return question if isinstance(question, QuestionResults) else QuestionResults(question)
+
+
 def scale_of(question: Mapping[str, Any]) -> Scale:
     """0 to 1 for shares; an integer question's own min to max for its mean."""
-    kind = QUESTION_TYPES.get(question.get("type"))  # type: ignore[arg-type]
-    if kind is not None and kind.rows == "mean":
+    if "min" in question and "max" in question:
         return Scale(float(question["min"]), float(question["max"]), _number)
     return SHARES
 
@@ -68,35 +76,34 @@ def _number(x: float | None) -> str:
     return "—" if x is None else f"{x:.3g}"
 
 
-def _short(label: str) -> str:
-    return label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…"
+def _rows(question: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The shown numbers of each row (shown_row), whatever mapping the chart was given."""
+    scale = scale_of(question)
+    n = int(question.get("n") or 0)
+    return [shown_row(o, n, scale.low, scale.high) for o in question["options"]]
 
 
 def describe(
     question: Mapping[str, Any], confidence: float, labels: Sequence[str] | None = None
 ) -> str:
     """The chart's numbers in words, one sentence per option (named by `labels`, in option
-    order, when given: the options in the page's language); a question with a condition says
-    that its estimates are for the reports that asked it."""
+    order, when given: the options in the page's language): the numbers its table shows; a
+    question with a condition says that its estimates are for the reports that asked it."""
     parts = []
     scale = scale_of(question)
     text = scale.text
     names = _names(question, labels)
-    for name, o in zip(names, question["options"], strict=True):
+    edge = {"below": text(scale.low), "above": text(scale.high)}
+    for name, o in zip(names, _rows(question), strict=True):
         if o["estimate"] is None:
             parts.append(f"{name}: no estimate yet")
             continue
         note = ""
-        if o["estimate"] < scale.low or o["estimate"] > scale.high:
-            note = (
-                " (outside 0 to 1 by chance; the share is the consistent value)"
-                if scale is SHARES
-                else f" (outside {text(scale.low)} to {text(scale.high)} by chance)"
-            )
-        share = "" if not _has_share(question) else f", share {text(o['share'])}"
+        if o["clipped"]:
+            note = f" (the unbiased estimate fell {o['clipped']} {edge[o['clipped']]} by chance)"
         parts.append(
-            f"{name}: estimate {text(o['estimate'])}{note}, {confidence:.0%} interval "
-            f"{text(o['ci_low'])} to {text(o['ci_high'])}{share}"
+            f"{name}: share {text(o['share'])}; unbiased estimate {text(o['estimate'])}{note}, "
+            f"{confidence:.0%} interval {text(o['ci_low'])} to {text(o['ci_high'])}"
         )
     asked = ""
     if question.get("relevant"):
@@ -116,25 +123,51 @@ def _names(question: Mapping[str, Any], labels: Sequence[str] | None) -> list[st
     return [str(o["option"]) for o in rows]
 
 
+def _label_lines(label: str) -> int:
+    """The lines a label takes when wrapped at LABEL_LINE characters a line (a word longer
+    than a line breaks anywhere, as the label's CSS lets it)."""
+    lines, used = 1, 0
+    for word in label.split():
+        size = len(word)
+        if used and used + 1 + size <= LABEL_LINE:
+            used += 1 + size
+            continue
+        if used:
+            lines += 1
+        lines += (size - 1) // LABEL_LINE
+        used = size - (size - 1) // LABEL_LINE * LABEL_LINE
+    return lines
+
+
+def _row_height(label: str) -> int:
+    """A row tall enough for its label's lines (at least ROW)."""
+    return max(ROW, _label_lines(label) * LINE_HEIGHT + 12)
+
+
 def question_chart(
     question: Mapping[str, Any],
     confidence: float,
     title: str = "",
     labels: Sequence[str] | None = None,
+    *,
+    lang: str | None = None,
+    direction: str | None = None,
 ) -> Markup:
     """An inline <svg> chart of one question's results: a QuestionResults (stats/results.py),
-    or a mapping of the same shape. `labels` names the rows in another language; the rows stay
-    in wire order."""
+    or a mapping of the same shape. `labels` names the rows in another language (`lang`,
+    `direction` for their text); the rows stay in wire order."""
     uid = f"chart-{next(_ids)}"
     scale = scale_of(question)
-    options = question["options"]
-    height = TOP + ROW * len(options) + BOTTOM
-    plot_bottom = TOP + ROW * len(options)
+    names = _names(question, labels)
+    heights = [_row_height(label) for label in names]
+    plot_bottom = TOP + sum(heights)
+    height = plot_bottom + BOTTOM
     name = title or question["id"]
     out = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="100%" role="img" '
         f'aria-labelledby="{uid}-t {uid}-d">',
-        f'<title id="{uid}-t">{escape(name)}: estimates with {confidence:.0%} intervals</title>',
+        f'<title id="{uid}-t">{escape(name)}: shares with the {confidence:.0%} intervals of '
+        "the unbiased estimates</title>",
         f'<desc id="{uid}-d">{escape(describe(question, confidence, labels))}</desc>',
     ]
     for tick in scale.ticks():
@@ -146,35 +179,38 @@ def question_chart(
         out.append(
             f'<text x="{x:.1f}" y="{plot_bottom + 18}" text-anchor="middle" class="tick">{label}</text>'
         )
-    for i, (label, o) in enumerate(zip(_names(question, labels), options, strict=True)):
-        y = TOP + ROW * i
+    said = Markup(' dir="auto"')
+    if lang:
+        said = Markup(' lang="{}" dir="{}"').format(lang, direction or "auto")
+    y = TOP
+    for label, o, row_height in zip(names, _rows(question), heights, strict=True):
         out.append(
-            f'<text x="{LABEL_W - 8}" y="{y + 20}" text-anchor="end" class="label">'
-            f"<title>{escape(label)}</title>{escape(_short(label))}</text>"
+            f'<foreignObject x="0" y="{y}" width="{LABEL_W - 8}" height="{row_height}" '
+            f'class="label-box"><div class="chart-label"'
+            f"{said}><span>{escape(label)}</span></div></foreignObject>"
         )
-        est = o["estimate"]
-        if est is not None:
-            out.append(_bar(label, "estimate", est, y + 6, 18, "bar-est", scale))
-            lo, hi, mid = scale.x(o["ci_low"]), scale.x(o["ci_high"]), y + 15
+        mid = y + row_height / 2
+        if o["share"] is not None:
+            out.append(_bar(label, "share", o["share"], mid - 9, 18, "bar-share", scale))
+        if o["estimate"] is not None:
+            lo, hi = scale.x(o["ci_low"]), scale.x(o["ci_high"])
             out.append(
                 f'<g class="whisker"><line x1="{lo:.1f}" y1="{mid}" x2="{hi:.1f}" y2="{mid}"/>'
                 f'<line x1="{lo:.1f}" y1="{mid - 7}" x2="{lo:.1f}" y2="{mid + 7}"/>'
                 f'<line x1="{hi:.1f}" y1="{mid - 7}" x2="{hi:.1f}" y2="{mid + 7}"/></g>'
             )
-        if o["share"] is not None and _has_share(question):
-            out.append(_bar(label, "share", o["share"], y + 28, 10, "bar-share", scale))
+            ex = scale.x(o["estimate"])
+            out.append(
+                f'<path d="M{ex:.1f} {mid - 6}l5 6l-5 6l-5 -6z" class="mark-est">'
+                f"<title>{escape(label)}: unbiased estimate {scale.text(o['estimate'])}</title>"
+                "</path>"
+            )
+        y += row_height
     out.append(
         f'<line x1="{LABEL_W}" y1="{TOP - 4}" x2="{LABEL_W}" y2="{plot_bottom}" class="axis"/>'
     )
     out.append("</svg>")
     return Markup("".join(out))
-
-
-def _has_share(question: Mapping[str, Any]) -> bool:
-    """Whether `share` is a distribution worth its own bar (not for a mean or a multi question,
-    where it is the estimate clipped)."""
-    kind = QUESTION_TYPES.get(question.get("type"))  # type: ignore[arg-type]
-    return kind is None or kind.distribution
 
 
 def _bar(
@@ -183,8 +219,8 @@ def _bar(
     """One horizontal bar from the axis's start to `value`, with its value as a tooltip."""
     x0, x1 = scale.x(scale.low), scale.x(value)
     return (
-        f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0):.1f}" height="{height}" class="{css}">'
-        f"<title>{escape(label)}: {what} {scale.text(value)}</title></rect>"
+        f'<rect x="{x0:.1f}" y="{y:.1f}" width="{max(x1 - x0, 0):.1f}" height="{height}" '
+        f'class="{css}"><title>{escape(label)}: {what} {scale.text(value)}</title></rect>'
     )
 
 

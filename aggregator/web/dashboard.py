@@ -48,20 +48,21 @@ from deniable.aggregator.params import (
     ParamError,
     parse_candidates,
     parse_confidence,
+    parse_cuts,
     parse_flag,
     parse_whole,
 )
 from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats import planning, power, series_planning
 from deniable.aggregator.stats.limits import Limits
-from deniable.aggregator.stats.results import QuestionResults
+from deniable.aggregator.stats.results import QuestionResults, shown_row
 from deniable.aggregator.store import AuditEntry, SurveyRecord
 from deniable.aggregator.web import problems, sessions
 from deniable.aggregator.web.charts import question_chart, scale_of, series_chart
 from deniable.aggregator.web.db import get_store, provider, survey_cache
 from deniable.aggregator.web.languages import texts_in
 from deniable.aggregator.web.statuses import refusal_status
-from deniable.shared import Survey, SurveyError
+from deniable.shared import Survey, SurveyError, conditions
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import DeniableError
 from deniable.shared.survey import format_timestamp
@@ -425,7 +426,14 @@ def survey(survey_id: str) -> str:
                 "question": question,
                 "text": text,
                 "labels": labels,
-                "chart": question_chart(entry, confidence, text, labels),
+                "chart": question_chart(
+                    entry,
+                    confidence,
+                    text,
+                    labels,
+                    lang=None if texts.default else texts.lang,
+                    direction=texts.direction,
+                ),
                 "words": _plain_words(question),
                 # Judged on the reports that asked it (its own n, with skip logic).
                 "wide": entry.n > 0 and _wide(question, entry, entry.n, confidence),
@@ -544,7 +552,8 @@ def analysis(survey_id: str) -> str:
         q for q in resolved.questions.values() if not q.plain and q.kind.rows != "candidates"
     ]
     plain = [q for q in resolved.questions.values() if q.plain]
-    groups = [q for q in plain if q.kind.groups]
+    # Group by a plain choice question, or a plain number in bands (its cuts typed in).
+    groups = [q for q in plain if q.kind.groups or q.low is not None]
     found: dict[str, Any] = {}
     errors: dict[str, str] = {}
     store, cache = get_store(), survey_cache()
@@ -557,6 +566,7 @@ def analysis(survey_id: str) -> str:
             confidence=confidence,
             cache=cache,
             who=who,
+            cuts=parse_cuts(args.get("cuts")),
         ),
         "crosstab": lambda: actions.crosstab(
             store,
@@ -587,7 +597,7 @@ def analysis(survey_id: str) -> str:
         if all(source.get(key) for key in keys):
             try:
                 found[name] = run()
-            except ActionError as exc:
+            except ActionError as exc:  # a field's value (a bad cut, say): beside its form
                 if exc.kind in ("not-found", "forbidden", "unauthenticated"):
                     raise  # the survey's standing changed meanwhile: its page, not a field's
                 errors[name] = str(exc)
@@ -599,11 +609,17 @@ def analysis(survey_id: str) -> str:
         target = resolved.questions[doc.question]
         for group, entry in zip(doc["groups"], doc.groups.values(), strict=True):
             title = f"{target.text}: {doc.by} = {group['group']}"
-            charts.append({"group": group, "chart": question_chart(entry, confidence, title)})
+            charts.append(
+                {
+                    "group": group,
+                    "entry": entry,
+                    "chart": question_chart(entry, confidence, title),
+                }
+            )
     if "crosstab" in found:
         doc = found["crosstab"]
         found["crosstab_rows"] = [
-            {"label": a, "cells": [doc.cell(a, b) for b in doc.column_labels]}
+            {"label": a, "cells": [shown_row(doc.cell(a, b), doc.n) for b in doc.column_labels]}
             for a in doc.row_labels
         ]
         found["crosstab_columns"] = doc.column_labels
@@ -625,14 +641,38 @@ def analysis(survey_id: str) -> str:
     )
 
 
+def _named_by(question: Any) -> set[str]:
+    """The questions a question's skip-logic condition names (none without one)."""
+    return set(conditions.parse(question.relevant).questions) if question.relevant else set()
+
+
 def _example_formula(randomized: list[Any], plain: list[Any]) -> str:
-    outcome = next((q.id for q in randomized if q.kind.outcome_row is not None), None)
-    choice = [q for q in randomized if q.kind.not_an_outcome is None]
-    if outcome is None and choice:
-        outcome = f"{choice[0].id}[{choice[0].options[choice[0].kind.example_option]}]"
-    usable = [q for q in plain if q.kind.covariate is not None]
-    covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in usable[:2]) or "1"
-    return f"{outcome} ~ {covariates}" if outcome else ""
+    """A formula the regression form suggests, one that fits its survey: a randomized yes/no
+    outcome (or a categorical's option) on up to two plain covariates, none of them named by
+    the condition of the outcome or of another term (a condition fixes what it names among the
+    reports that hold the question, so such a covariate would be collinear with the
+    intercept: `hit_child ~ has_children` when hit_child is asked only if has_children is yes)."""
+    target = next((q for q in randomized if q.kind.outcome_row is not None), None)
+    outcome = None if target is None else target.id
+    if target is None:
+        choice = [q for q in randomized if q.kind.not_an_outcome is None]
+        if not choice:
+            return ""
+        target = choice[0]
+        outcome = f"{target.id}[{target.options[target.kind.example_option]}]"
+    chosen: list[Any] = []
+    fixed = _named_by(target)
+    for question in plain:
+        if len(chosen) == 2:
+            break
+        if question.kind.covariate is None or question.id in fixed:
+            continue
+        if _named_by(question) & {q.id for q in chosen}:
+            continue  # asked only given a chosen covariate's answer: it would fix that one
+        chosen.append(question)
+        fixed |= _named_by(question)
+    covariates = " + ".join(f"`{q.id}`" if "-" in q.id else q.id for q in chosen) or "1"
+    return f"{outcome} ~ {covariates}"
 
 
 @bp.route("/surveys/<survey_id>/count.json")
@@ -701,10 +741,10 @@ def download_stat_file(survey_id: str, fmt: str) -> Response:
 
 @bp.route("/surveys/<survey_id>/analysis.R")
 def download_r_script(survey_id: str) -> Any:
-    """An R script fitting ?formula= with rr::rrreg on answers.csv; a refused formula is a
-    page saying why."""
+    """An R script fitting ?formula= with R's rr on answers.csv (without one: the randomized
+    yes/no questions' shares); a refused formula is a page saying why."""
     _survey_or_404(survey_id, "export")
-    formula = request.args.get("formula", "")
+    formula = request.args.get("formula") or None
     try:
         script = exports.analysis_script(
             get_store(), survey_id, formula, who=principal(), cache=survey_cache()
@@ -878,19 +918,20 @@ def _create(text: str) -> SurveyRecord:
     return record
 
 
-def _from_xlsform(upload: Any) -> tuple[str, str | None]:
-    """An uploaded XLSForm's survey document as JSON text, or ("", the error naming its sheet
-    and row); a file over forms.MAX_FORM_BYTES is refused before it is parsed."""
+def _from_xlsform(upload: Any, drop_unsupported: bool) -> tuple[str, list[str], list[str]]:
+    """An uploaded XLSForm's survey document as JSON text (or ""), its problems (one line
+    each, naming the sheet, row and column) and its notices; a file over
+    forms.MAX_FORM_BYTES is refused before it is parsed."""
     raw = upload.read(forms.MAX_FORM_BYTES + 1)
     if len(raw) > forms.MAX_FORM_BYTES:
-        return "", (
-            f"The XLSForm is larger than {forms.MAX_FORM_BYTES:,} bytes; a form is far smaller."
-        )
+        return "", [f"larger than {forms.MAX_FORM_BYTES:,} bytes; a form is far smaller"], []
     try:
-        doc = forms.import_xlsform(raw, filename=upload.filename or "form.xlsx")
-    except SurveyError as exc:
-        return "", f"{upload.filename}: {exc}"
-    return json.dumps(doc, indent=2, ensure_ascii=False), None
+        imported = forms.read_xlsform(
+            raw, filename=upload.filename or "form.xlsx", drop_unsupported=drop_unsupported
+        )
+    except forms.XLSFormError as exc:
+        return "", exc.problems, exc.notices
+    return json.dumps(imported.document, indent=2, ensure_ascii=False), [], imported.notices
 
 
 @bp.route("/surveys/new", methods=["GET", "POST"])
@@ -902,15 +943,29 @@ def new_survey() -> Any:
     error = None
     text = ""
     filled = None
+    form_errors: list[str] = []  # shown beside the XLSForm upload (docs/xlsform.md)
+    form_notices: list[str] = []
     if request.method == "POST":
         text = request.form.get("document") or ""
         upload = request.files.get("file")
         xlsform = request.files.get("xlsform")
-        if xlsform is not None and xlsform.filename:  # docs/xlsform.md
-            form_text, error = _from_xlsform(xlsform)
+        from_form = xlsform is not None and bool(xlsform.filename)
+        if from_form:  # docs/xlsform.md: problems and notices beside the upload
+            drop = request.form.get("drop_unsupported") == "yes"
+            form_text, form_errors, form_notices = _from_xlsform(xlsform, drop)
             text = form_text or text
-            if error is None and request.form.get("xlsform_action") != "create":
+            if not form_errors and request.form.get("xlsform_action") != "create":
                 filled = xlsform.filename
+            elif not form_errors:
+                try:
+                    created = _create(text)
+                except SurveyError as exc:
+                    form_errors = [str(exc)]
+                else:
+                    flash(f"Survey {created.id!r} created from {xlsform.filename}.")
+                    for notice in [*form_notices, *actions.language_notices(created)]:
+                        flash(f"Note: {notice}.", "notice")
+                    return redirect(url_for("dashboard.survey", survey_id=created.id))
         elif upload is not None and upload.filename:
             limit = current_app.config.get("MAX_CONTENT_LENGTH") or 8 * 1024 * 1024
             raw = upload.read(limit + 1)
@@ -923,9 +978,9 @@ def new_survey() -> Any:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     error = "The uploaded file is not UTF-8 text."
-        if error is None and not text.strip():
+        if not from_form and error is None and not text.strip():
             error = "Paste a survey document or choose a JSON file."
-        if error is None and filled is None:
+        if not from_form and error is None:
             try:
                 created = _create(text)
             except SurveyError as exc:
@@ -952,6 +1007,8 @@ def new_survey() -> Any:
         error=error,
         text=text,
         filled=filled,
+        form_errors=form_errors,
+        form_notices=form_notices,
         max_form_bytes=forms.MAX_FORM_BYTES,
         plan_fields=fields,
         plan=plan_result,
@@ -959,7 +1016,7 @@ def new_survey() -> Any:
         mechanisms=planning.MECHANISM_NAMES,
         max_options=planning.MAX_OPTIONS,
         plan_query={key: value for key, value in fields.items() if key in request.args},
-    ), (400 if error else 200)
+    ), (400 if error or form_errors else 200)
 
 
 @bp.route("/surveys/<survey_id>/invitations", methods=["POST"])

@@ -1,7 +1,11 @@
 """Abuse limits: rate limits on reports and enrollments, and on failed dashboard logins.
 
-Counters live in this process's memory only (Flask-Limiter's and `limits`' memory storage): no
-client address reaches the database or the logs. With DENIABLE_RATE_LIMIT set (e.g.
+Counters live where DENIABLE_RATE_LIMIT_STORAGE says (a Flask-Limiter storage URI): this
+process's memory by default, or one Redis shared by every process and machine, so that a client
+over a limit on one process is refused by all. No client address reaches the database or the
+logs (in Redis, an address is a counter's key until its window ends). An unreachable Redis
+answers reports and enrollments 503 with Retry-After (clients send them again later); failed
+logins are then not counted. With DENIABLE_RATE_LIMIT set (e.g.
 `60/minute`), the limits count reports, not requests: a POST of k reports (a batch) counts k
 against its client address, and each report counts once against its public key; an enrollment
 counts one against each. Reports and enrollments are counted apart per address. A request that
@@ -28,6 +32,7 @@ from flask_limiter import Limiter
 from flask_limiter.errors import RateLimitExceeded
 from flask_limiter.util import get_remote_address
 from limits import RateLimitItem, parse_many
+from limits.errors import StorageError
 from limits.strategies import RateLimiter
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -40,8 +45,20 @@ ENROLLMENTS = "api.enrollments"
 LOGIN = "dashboard.login"
 
 #: A limit is tested and then taken under this lock, so a refused request counts nothing and
-#: concurrent requests of one process never take more than the limit together.
+#: concurrent requests of one process never take more than the limit together (with Redis,
+#: requests on different processes may pass it together by one request's count at most).
 _COUNTING = threading.Lock()
+#: Seconds a client waits before sending again when the rate limits' storage is unreachable.
+STORAGE_RETRY_AFTER = 5
+
+
+def _storage_down() -> Problem:
+    return Problem(
+        503,
+        "the rate limits' counters (DENIABLE_RATE_LIMIT_STORAGE) cannot be reached; send "
+        "again later",
+        headers={"Retry-After": str(STORAGE_RETRY_AFTER)},
+    )
 
 
 def _retry_after(reset_at: float) -> str:
@@ -98,9 +115,16 @@ class PostCounter:
     def admit(self, kind: str, address: str) -> None:
         """Refuse (429) an address already at its limit: it costs no body read nor parse."""
         with _COUNTING:
-            _refuse_over(
-                self.strategy, self.items, self._who(kind, address), 1, f"{kind} from this address"
-            )
+            try:
+                _refuse_over(
+                    self.strategy,
+                    self.items,
+                    self._who(kind, address),
+                    1,
+                    f"{kind} from this address",
+                )
+            except StorageError:
+                raise _storage_down() from None
 
     def charge(self, kind: str, address: str, body: bytes) -> None:
         """Take what the POST counts from its address and each report's key, or refuse it
@@ -119,11 +143,14 @@ class PostCounter:
             for key, n in Counter(keys).items()
         ]
         with _COUNTING:
-            for who, cost, what in charges:
-                _refuse_over(self.strategy, self.items, who, cost, what)
-            for who, cost, _ in charges:
-                for item in self.items:
-                    self.strategy.hit(item, *who, cost=cost)
+            try:
+                for who, cost, what in charges:
+                    _refuse_over(self.strategy, self.items, who, cost, what)
+                for who, cost, _ in charges:
+                    for item in self.items:
+                        self.strategy.hit(item, *who, cost=cost)
+            except StorageError:
+                raise _storage_down() from None
 
     @staticmethod
     def _who(kind: str, address: str) -> tuple[str, ...]:
@@ -163,7 +190,16 @@ def trust_proxies(app: Flask) -> None:
 
 def init_limits(app: Flask) -> Limiter:
     """Give the app its limiter and limits, as configured."""
-    limiter = Limiter(get_remote_address, app=app, storage_uri="memory://", headers_enabled=False)
+    # Storage errors come as StorageError (wrap_exceptions): reports and enrollments answer them
+    # 503; the login limit lets the login through (swallow_errors) rather than lock everyone out.
+    limiter = Limiter(
+        get_remote_address,
+        app=app,
+        storage_uri=app.config.get("RATE_LIMIT_STORAGE") or "memory://",
+        storage_options={"wrap_exceptions": True},
+        swallow_errors=True,
+        headers_enabled=False,
+    )
     # Only the views wrapped below are limited, and each wrapper checks its own limit: drop
     # the app-wide before_request check, which would cost every request (reports too).
     app.before_request_funcs[None] = [

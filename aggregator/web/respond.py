@@ -24,6 +24,8 @@ from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.shared.errors import DeniableError
 from deniable.shared.page import (
     SERVED_ASSETS,
+    asset_version,
+    connect_sources,
     import_map,
     page_csp,
     served_assets,
@@ -37,7 +39,10 @@ MODULE = "deniable.js"
 #: The files the page loads from /static/ (the service worker comes from /s/sw.js).
 PAGE_ASSETS = SERVED_ASSETS
 #: Served under /s/ as well: the service worker (its scope is /s/) and the module it imports.
-WORKER_FILES = ("sw.js", "deniable.js")
+WORKER_FILES = ("sw.js", "deniable.js", "ohttp.js")
+#: How long a browser may keep a file of /static/v/<version>/: a year (its URL changes with it).
+VERSIONED_MAX_AGE = 365 * 24 * 3600
+_TYPES = {"js": "text/javascript", "css": "text/css"}
 
 
 def static_bytes(name: str) -> bytes:
@@ -63,14 +68,21 @@ def integrity() -> dict[str, str]:
 
 
 @cache
-def csp_for(assets: tuple[tuple[str, str], ...]) -> str:
-    """The page's Content-Security-Policy for these asset URLs (the import map's hash)."""
-    return page_csp(import_map(dict(assets), integrity()))
+def csp_for(assets: tuple[tuple[str, str], ...], connect: str = "'self'") -> str:
+    """The page's Content-Security-Policy for these asset URLs (the import map's hash), with
+    requests to `connect` (the survey's relay too, when it names one)."""
+    return page_csp(import_map(dict(assets), integrity()), connect=connect)
+
+
+@cache
+def version() -> str:
+    """The version of the page's files in their URLs (/static/v/<version>/<name>)."""
+    return asset_version(integrity())
 
 
 def default_csp() -> str:
     """The policy of a page whose files are at /static/ (the app at the root of its host)."""
-    return csp_for(tuple((name, f"/static/{name}") for name in PAGE_ASSETS))
+    return csp_for(tuple(served_assets("", integrity()).items()))
 
 
 #: The page's policy: scripts and styles of this origin only (and the import map, by hash),
@@ -81,7 +93,7 @@ CSP = default_csp()
 @bp.get("/s/<survey_id>")
 def page(survey_id: str) -> Any:
     """The survey's answer page (an invitation comes in the fragment: #invitation=CODE)."""
-    assets = served_assets(request.script_root)
+    assets = served_assets(request.script_root, integrity())
     csp = csp_for(tuple(assets.items()))
     try:
         record = surveys.survey_or_404(get_store(), survey_id)
@@ -99,11 +111,26 @@ def page(survey_id: str) -> Any:
         module_sha256=module_sha256(),
         lang=request.args.get("lang"),  # the first render's language (docs/surveys.md)
     )
+    if survey.route is not None:  # the page posts to the survey's relay (docs/anonymity.md)
+        csp = csp_for(tuple(assets.items()), connect_sources(survey))
     return _headers(Response(html, mimetype="text/html"), csp)
+
+
+@bp.get("/static/v/<string(length=16):asked>/<name>")
+def versioned_file(asked: str, name: str) -> Any:
+    """A page file at its versioned URL, cacheable for a year: only this version's (an old
+    page's URL is 404, never another version's bytes under it)."""
+    if asked != version() or name not in PAGE_ASSETS:
+        abort(404)
+    response = Response(static_bytes(name), mimetype=_TYPES[name.rsplit(".", 1)[1]])
+    response.headers["Cache-Control"] = f"public, max-age={VERSIONED_MAX_AGE}, immutable"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @bp.get("/s/sw.js", defaults={"name": "sw.js"})
 @bp.get("/s/deniable.js", defaults={"name": "deniable.js"})
+@bp.get("/s/ohttp.js", defaults={"name": "ohttp.js"})
 def worker_file(name: str) -> Any:
     """The service worker at /s/sw.js (so its scope is /s/), and the module it imports."""
     try:

@@ -1,5 +1,7 @@
 """Retention while serving: with DENIABLE_RETENTION_DAYS set, purge old raw reports hourly;
-with DENIABLE_AUDIT_RETENTION_DAYS set, old audit log entries (docs/accounts.md).
+with DENIABLE_AUDIT_RETENTION_DAYS set, old audit log entries (docs/accounts.md); on PostgreSQL,
+fold the answer patterns' counter shards (store.recount.fold), so analyses read one row per
+distinct pattern.
 
 Each server process checks on its first request and then at most once an hour, off the request
 (a background thread): the timer ticks in a WSGI layer in front of the whole app, so every
@@ -63,10 +65,13 @@ class RetentionTimer:
             with self.app.app_context(), self.app.extensions[STORES].borrowed() as store:
                 purged = recount.purge(store, self.days, tally) if self.days else {}
                 entries = accounts.purge_audit(store, self.audit_days) if self.audit_days else 0
+                folded = recount.fold(store)
             if purged:
                 self.app.logger.info("retention: purged %d report(s)", sum(purged.values()))
             if entries:
                 self.app.logger.info("retention: purged %d audit entries", entries)
+            if folded:
+                self.app.logger.info("retention: folded %d survey(s)' pattern shards", len(folded))
         except Exception as exc:  # the next interval tries again
             self.app.logger.error("retention: purge failed: %s", type(exc).__name__)
 
@@ -90,11 +95,11 @@ class Ticking:
 
 def init_app(app: Flask) -> None:
     """Purge hourly from the serving processes when DENIABLE_RETENTION_DAYS or
-    DENIABLE_AUDIT_RETENTION_DAYS is set (installed after the report endpoint, so that it ticks
-    in front of it too)."""
+    DENIABLE_AUDIT_RETENTION_DAYS is set, and fold pattern shards on PostgreSQL (installed after
+    the report endpoint, so that it ticks in front of it too)."""
     days = app.config.get("RETENTION_DAYS")
     audit_days = app.config.get("AUDIT_RETENTION_DAYS")
-    if not days and not audit_days:
+    if not days and not audit_days and not app.config.get("DATABASE_URL"):
         return
     timer = RetentionTimer(app, days, audit_days=audit_days)
     app.extensions[EXTENSION] = timer

@@ -45,7 +45,8 @@ analyze_module = importlib.import_module("deniable.aggregator.stats.analyze")
 PROBLEM = "application/problem+json"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
-#: hcms k=8, m=16: 2 k m = 256 counters; a decoder of D candidates needs D (256 + D) cells.
+#: hcms k=8, m=16: 2 k m = 256 counters; a decoder of D candidates needs D (8 + D) cells (each
+#: candidate is read at one column per hash function).
 SKETCH = {"k": 8, "m": 16}
 COUNTERS = 256
 TEXT_DOC: dict[str, Any] = {
@@ -103,13 +104,13 @@ def assert_limit_problem(response: Any, status: int, setting: str) -> str:
     return detail
 
 
-def test_decoder_cells_are_candidates_times_counters_plus_candidates():
+def test_decoder_cells_are_candidates_times_cells_read_plus_candidates():
     sketch = HCMS.from_epsilon(k=8, m=16, epsilon=2.0)
     assert sketch.slots == COUNTERS
-    assert decoder_cells(sketch, 5) == 5 * (256 + 5) == DECODER_LIMIT
+    assert decoder_cells(sketch, 5) == 5 * (8 + 5) == DECODER_LIMIT
     built = decoder(sketch, ["a", "b", "c", "d", "e"])
-    # The decoder's two maps are candidates x counters floats; the cells bound them.
-    assert built.first.size + built.second.size <= 2 * DECODER_LIMIT
+    # Its arrays (weights, offset, columns) are a few floats per cell, not per sketch counter.
+    assert built.nbytes <= 16 * DECODER_LIMIT
 
 
 # ---- text results with ?candidates= --------------------------------------------------------
@@ -131,7 +132,10 @@ def test_results_candidates_just_under_the_decoder_limit_work_and_over_it_are_41
 
 def test_the_decoder_limit_is_checked_before_any_decoder_is_built():
     survey = Survey.from_dict(TEXT_DOC)
-    limits = Limits(max_decoder_cells=DECODER_LIMIT, decoder_cache_bytes=1 << 30)
+    # An aggregator's limits (from its settings): the refusal names the setting.
+    limits = Limits.from_config(
+        {"MAX_DECODER_CELLS": DECODER_LIMIT, "DECODER_CACHE_BYTES": 1 << 30}
+    )
     DECODERS.clear()
     with pytest.raises(LimitError) as refused:
         results_document(survey, 0, {}, candidates=("fig", "kiwi", "lime"), limits=limits)
@@ -143,13 +147,31 @@ def test_the_decoder_limit_is_checked_before_any_decoder_is_built():
 
 
 def test_python_callers_get_the_default_limits():
-    # hcms k=16, m=4096: 131,072 counters. 20 own and 50 asked-for candidates need 9.2 million
-    # cells, over the default 8 million; 20 own and 40 asked-for, 7.9 million, are under.
-    doc = survey_of([text_question("w", [f"own {i}" for i in range(20)], k=16, m=4096)], "big")
+    # rappor k=64, h=64, m=1024: a candidate is read at up to 64 Bloom bits in each of 1,024
+    # cohorts. 100 own and 30 asked-for candidates need 130 x (65,536 + 130) = 8.5 million
+    # cells, over the default 8 million: refused before a decoder is built, naming the
+    # parameter that raises it (offline there is no aggregator setting to change).
+    rappor = {"k": 64, "h": 64, "m": 1024, "f": "1/4", "p": "1/4", "q": "3/4"}
+    doc = survey_of(
+        [
+            {
+                "id": "w",
+                "text": "w?",
+                "type": "text",
+                "mechanism": "rappor",
+                "rappor": rappor,
+                "candidates": [f"own {i}" for i in range(100)],
+            }
+        ],
+        "big",
+    )
     survey = Survey.from_dict(doc)
-    assert analyze(survey, [], candidates=[f"w{i}" for i in range(40)], verify=False)["n"] == 0
-    with pytest.raises(LimitError, match="DENIABLE_MAX_DECODER_CELLS"):
-        analyze(survey, [], candidates=[f"w{i}" for i in range(50)], verify=False)
+    with pytest.raises(LimitError) as over:
+        analyze(survey, [], candidates=[f"w{i}" for i in range(30)], verify=False)
+    assert over.value.setting == "limits.max_decoder_cells"
+    assert "130 candidates" in str(over.value)
+    assert "pass limits=Limits(max_decoder_cells=8536580)" in str(over.value)
+    assert "DENIABLE_" not in str(over.value)
 
 
 def test_the_cli_refuses_candidates_over_the_limit_in_one_line(tmp_path):
@@ -198,7 +220,7 @@ def test_a_limit_lowered_after_creation_is_a_413_not_a_server_error(tmp_path):
     client = limited_app(tmp_path).test_client()
     assert client.post("/api/v1/surveys", json=TEXT_DOC, headers=AUTH).status_code == 201
     lowered = create_app(  # the same data directory, its token already stored
-        {"TESTING": True, "DATA_DIR": tmp_path / "data", "MAX_DECODER_CELLS": DECODER_LIMIT - 1000}
+        {"TESTING": True, "DATA_DIR": tmp_path / "data", "MAX_DECODER_CELLS": DECODER_LIMIT - 40}
     )
     api = lowered.test_client().get("/api/v1/surveys/words/results", headers=AUTH)
     assert_limit_problem(api, 413, "DENIABLE_MAX_DECODER_CELLS")
@@ -209,7 +231,7 @@ def test_a_limit_lowered_after_creation_is_a_413_not_a_server_error(tmp_path):
 def test_the_decoder_cache_is_bounded_in_bytes_least_recently_used_dropped():
     sketch = HCMS.from_epsilon(k=8, m=16, epsilon=2.0)
     one = decoder(sketch, ("a", "b")).nbytes
-    assert one >= 2 * 2 * COUNTERS * 8
+    assert one >= (2 * 2 + 2 + 8 * 2) * 8  # its weights, offset and columns
     cache = DecoderCache()
     first = cache.get(sketch, ("a", "b"), 2 * one)
     cache.get(sketch, ("c", "d"), 2 * one)
@@ -221,7 +243,7 @@ def test_the_decoder_cache_is_bounded_in_bytes_least_recently_used_dropped():
     # Larger than the whole budget: built for its request, never kept.
     small = DecoderCache()
     built = small.get(sketch, ("a", "b"), one - 1)
-    assert built.first.shape == (2, COUNTERS) and len(small) == 0 and small.nbytes == 0
+    assert built.weights.shape == (2, 2) and len(small) == 0 and small.nbytes == 0
     # A lower budget (another app's setting) drops what no longer fits.
     cache.get(sketch, ("g", "h"), one)
     assert cache.nbytes <= one
@@ -299,10 +321,12 @@ def test_default_survey_limits_refuse_what_would_exhaust_the_aggregator(tmp_path
     three = survey_of([text_question(q, ["x"], **big) for q in "abc"], "three")
     with pytest.raises(ValueError, match="DENIABLE_MAX_SURVEY_SKETCH_CELLS"):
         create_survey(store, three, who=OPERATOR)
-    # A thousand candidates on the default hcms sketch need a 34-million-cell decoder.
+    # Three text questions of a thousand candidates on hcms k=1024 need decoders of 3 x 1,000 x
+    # (1,024 + 1,000) = 6.1 million cells; four, 8.1 million, are over the limit.
     many = survey_of(
-        [{"id": "w", "text": "w?", "type": "text", "epsilon": 2.0, "candidates": [
-            f"word {i}" for i in range(1000)]}],
+        [{"id": f"w{q}", "text": "w?", "type": "text", "epsilon": 2.0,
+          "hcms": {"k": 1024, "m": 2}, "candidates": [f"word {i}" for i in range(1000)]}
+         for q in range(4)],
         "many",
     )  # fmt: skip
     with pytest.raises(ValueError, match="DENIABLE_MAX_DECODER_CELLS"):
@@ -402,9 +426,9 @@ def test_chunk_size_keeps_crosstab_arrays_small():
 #: The server process's peak resident memory (VmHWM) must stay under this.
 PEAK_BOUND_BYTES = 1024 * 1024 * 1024
 #: DENIABLE_MAX_DECODER_CELLS bounds the decoders of one request, summed over the survey's text
-#: questions. RAPPOR's decoder takes the most memory per cell (about 40 bytes while it is
-#: built): RAPPOR k=64, m=128 (8,320 counters) with 800 own + 50 asked-for candidates needs
-#: 850 x 9,170 = 7,794,500 cells, just under the default 8,000,000.
+#: questions. The largest incidence a decoder holds is RAPPOR's with the most Bloom bits per
+#: candidate: k=64, h=64, m=1,024 reads a candidate at 65,536 bits, and 71 own + 50 asked-for
+#: candidates need 121 x (65,536 + 121) = 7,944,497 cells, just under the default 8,000,000.
 EXTRA = [f"asked {i}" for i in range(50)]
 
 
@@ -419,8 +443,8 @@ def worst_text_doc() -> dict[str, Any]:
                 "text": "r?",
                 "type": "text",
                 "mechanism": "rappor",
-                "rappor": {"k": 64, "h": 2, "m": 128, "f": "1/4", "p": "1/4", "q": "3/4"},
-                "candidates": words("r", 800),
+                "rappor": {"k": 64, "h": 64, "m": 1024, "f": "1/4", "p": "1/4", "q": "3/4"},
+                "candidates": words("r", 71),
             },
         ],
         "worst-text",
@@ -480,7 +504,7 @@ def test_worst_requests_within_the_default_limits_stay_under_1_gb(tmp_path):
             "/api/v1/surveys/worst-text/results", params={"candidates": ",".join(EXTRA)}
         )
         assert text.status_code == 200, text.text
-        assert [len(q["options"]) for q in text.json()["questions"]] == [850]
+        assert [len(q["options"]) for q in text.json()["questions"]] == [121]
         after_text = peak_rss(server.process.pid)
         cross = server.get("/api/v1/surveys/worst-multi/crosstab?first=a&second=b")
         assert cross.status_code == 200, cross.text

@@ -18,7 +18,9 @@ PER_THREAD = 40
 
 
 def report(rid: str, key: str, option: int = 1) -> NewReport:
-    return NewReport(rid, "s", key, f"body-{rid}", {"q": (option,)})
+    return NewReport(
+        rid, "s", key, f"body-{rid}", {"q": (option,)}, f'{{"answers":{{"q":{option}}}}}'
+    )
 
 
 @pytest.fixture
@@ -127,7 +129,7 @@ def test_a_failed_transaction_answers_an_error_never_accepted(data_dir):
             for j in range(10):
                 rid = f"r{i}-{j}"
                 body = "fail" if (i + j) % 3 == 0 else f"body-{rid}"
-                sent = NewReport(rid, "s", f"k{i}-{j}", body, {"q": (1,)})
+                sent = NewReport(rid, "s", f"k{i}-{j}", body, {"q": (1,)}, "{}")
                 try:
                     (outcome,) = committer.add_reports(store, [sent], "h")
                 except StoreError:
@@ -151,7 +153,7 @@ def test_a_lone_failure_raises_store_error_and_the_store_stays_usable(data_dir):
     committer = GroupCommitter()
     store = FailingStore.in_data_dir(data_dir)
     with pytest.raises(StoreError, match="not stored"):
-        committer.add_reports(store, [NewReport("x", "s", "k", "fail", {"q": (0,)})], "h")
+        committer.add_reports(store, [NewReport("x", "s", "k", "fail", {"q": (0,)}, "{}")], "h")
     assert not store.conn.in_transaction
     assert committer.add_reports(store, [report("y", "k2")], "h") == ["accepted"]
     assert committer.add_reports(store, [], "h") == []

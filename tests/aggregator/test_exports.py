@@ -144,6 +144,27 @@ def test_answers_csv_holds_every_report_and_reads_back(client, auth, stored, tmp
     assert [r["answers"] for r in read] == [report["answers"] for report in stored]
 
 
+#: The columns of the export: a question per column, but a 0/1 column per option for the
+#: questions answered with a mark per option (region: oue; used: select-all), and no text one.
+COLUMNS = [
+    ("smokes", None),
+    ("cheated", None),
+    ("party", None),
+    ("region", 0),
+    ("region", 1),
+    ("region", 2),
+    ("age-group", None),
+    ("age", None),
+    ("member", None),
+    ("used", 0),
+    ("used", 1),
+]
+
+
+def column_name(qid: str, option: int | None) -> str:
+    return qid.replace("-", "_") if option is None else f"{qid}_{option + 1}"
+
+
 @pytest.mark.parametrize("fmt", ["dta", "sav"])
 def test_stat_files_read_back_with_the_same_rows_codes_and_labels(
     client, auth, stored, tmp_path, fmt: str
@@ -156,35 +177,67 @@ def test_stat_files_read_back_with_the_same_rows_codes_and_labels(
     frame, meta = read(str(path))
     names = exports.variable_names(list(SURVEY.questions))
     assert names["age-group"] == "age_group"
-    # Same rows and codes: every report, every question but the text one, in order.
-    assert list(frame.columns) == [names[q] for q in SURVEY.questions if q != "town"]
+    # Same rows and codes: every report, every question but the text one, in order; a
+    # question answered with a mark per option is a 0/1 column per option.
+    assert list(frame.columns) == [column_name(qid, k) for qid, k in COLUMNS]
     assert len(frame) == N
     for i, report in enumerate(stored):
-        for qid, answer in report["answers"].items():
-            if qid == "town":
-                continue
-            got = frame[names[qid]].iloc[i]
-            assert got == (answer if isinstance(answer, str) else float(answer)), (qid, i)
-    # Variable labels from the question texts (cut at 80 characters), value labels from options.
+        for qid, k in COLUMNS:
+            answer = report["answers"][qid]
+            got = frame[column_name(qid, k)].iloc[i]
+            expected = float(answer) if k is None else float(answer[k] == "1")
+            assert got == expected, (qid, k, i)
+    # Variable labels from the question texts (cut at 80 characters): a randomized question's
+    # say its answers are noisy, and so do its value labels.
     labels = dict(zip(meta.column_names, meta.column_labels, strict=True))
-    assert labels["smokes"] == "Do you smoke?"
+    assert labels["smokes"] == "RANDOMIZED (noisy, not the true answer): Do you smoke?"
     assert labels["age_group"].startswith("Your age group, in years:")
     assert len(labels["age_group"]) == 80
+    assert labels["member"] == "Member?"  # plain: as asked
+    assert (
+        labels["used_1"]
+        == "RANDOMIZED (noisy, not the true answer): cannabis: Which have you used?"
+    )
+    assert labels["used_2"].startswith("RANDOMIZED (noisy, not the true answer): LSD")
+    assert labels["region_3"].startswith("RANDOMIZED (noisy, not the true answer): east")
     values = meta.variable_value_labels
-    assert values["smokes"] == {0: "no", 1: "yes"}
-    assert values["party"] == {0: "A", 1: "B", 2: "C"}
+    assert values["smokes"] == {0: "noisy no", 1: "noisy yes"}
+    assert values["party"] == {0: "noisy A", 1: "noisy B", 2: "noisy C"}
+    assert values["used_1"] == values["region_2"] == {0: "noisy no", 1: "noisy yes"}
     assert values["age_group"] == {0: "18-34", 1: "35-64", 2: HOSTILE}
-    assert "age" not in values and "region" not in values  # a number, a string of 0/1
-    # The randomization parameters in the notes.
+    assert values["member"] == {0: "no", 1: "yes"}
+    assert "age" not in values  # a number
+    # The randomization parameters in the notes, and that the answers are not estimates.
     text = " ".join(meta.notes)
     smokes = SURVEY.questions["smokes"]
     assert f"p* = {smokes.randomizer.p_star}" in text
     assert "smokes: mechanism rr" in text and "age-group (variable age_group)" in text
+    assert "used (variables used_1, used_2, one per option)" in text
+    assert "not an estimate" in text
     assert "town: a text question, left out" in text
     coins = exports.design_of(SURVEY.questions["cheated"])
     assert coins == {"p": 0.5, "p1": 0.25, "p0": 0.25}
     assert "p = 1/2, p1 = 1/4, p0 = 1/4" in text
     assert meta.file_label == "Exports of every kind"
+
+
+@pytest.mark.parametrize("fmt", ["dta", "sav"])
+def test_a_naive_tabulation_reads_noisy_labels_never_true_answers(tmp_path, fmt: str) -> None:
+    """What a researcher's first `tab smokes` shows: the noisy shares, labelled noisy, beside
+    a label that says the question is randomized (the estimate is elsewhere: the results)."""
+    bodies = [json.dumps({"answers": {"smokes": i % 2, "used": "10"}}) for i in range(6)]
+    path = tmp_path / f"tab.{fmt}"
+    exports.write_stat_file(SURVEY, iter(bodies), fmt, str(path))  # type: ignore[arg-type]
+    read = pyreadstat.read_dta if fmt == "dta" else pyreadstat.read_sav
+    frame, meta = read(str(path), apply_value_formats=True)
+    assert set(frame["smokes"]) == {"noisy no", "noisy yes"}
+    assert set(frame["used_1"]) == {"noisy yes"} and set(frame["used_2"]) == {"noisy no"}
+    labels = dict(zip(meta.column_names, meta.column_labels, strict=True))
+    assert all(
+        labels[column_name(qid, k)].startswith(exports.RANDOMIZED_LABEL)
+        for qid, k in COLUMNS
+        if not SURVEY.questions[qid].plain
+    )
 
 
 @pytest.mark.parametrize("fmt", ["dta", "sav"])
@@ -198,7 +251,8 @@ def test_a_skipped_question_is_missing(tmp_path, fmt: str) -> None:
     frame, _ = (pyreadstat.read_dta if fmt == "dta" else pyreadstat.read_sav)(str(path))
     assert list(frame["smokes"]) == [1.0, 0.0]
     assert frame["age"].iloc[0] == 40.0 and math.isnan(frame["age"].iloc[1])
-    assert list(frame["region"]) == ["010", ""]
+    assert [frame[f"region_{k}"].iloc[0] for k in (1, 2, 3)] == [0.0, 1.0, 0.0]
+    assert all(math.isnan(frame[f"region_{k}"].iloc[1]) for k in (1, 2, 3))
     assert exports.csv_text(None) == ""
 
 
@@ -253,29 +307,72 @@ def test_analysis_r_fills_in_the_design_and_quotes_everything(client, auth, stor
 @pytest.mark.parametrize(
     ("formula", "words"),
     [
-        ('smokes ~ age"); system("id', "'\"' is not allowed"),
-        ("smokes ~ age\n", "is not allowed"),
-        ("smokes ~ age\\", "is not allowed"),
-        ("smokes ~ log(age)", "before '('"),
-        ("smokes ~ I(age)", "'I' is not allowed"),
-        ("smokes ~ age ~ member", "outcome ~ covariates"),
-        ("age ~ member", "randomized yes/no"),
-        ("party ~ member", "randomized yes/no"),
-        ("smokes ~ cheated", "cannot be a covariate"),
-        ("smokes ~ (age", "parentheses"),
-        ("smokes ~ age)", "parentheses"),
-        ("smokes ~ age member", "expected + - * :"),
-        ("smokes ~ age +", "ends with an operator"),
-        ("smokes ~ + * age", "expected a question id"),
-        ("smokes ~ " + " + ".join(["age"] * 200), "at most 500"),
+        ('smokes ~ age"); system("id', "is not accepted (a string)"),
+        ("smokes ~ age\\", "is not accepted"),
+        ("smokes ~ log(age)", "the only calls are C(id) and I(...)"),
+        ("smokes ~ I(age)", "I(age)"),  # fine: the next line refuses it for another reason
+        ("smokes ~ age ~ member", "a second '~'"),
+        ("age ~ member", "plain (sent as answered)"),
+        ("party ~ member", "'party' has several options"),
+        ("smokes ~ cheated", "'cheated' is randomized"),
+        ("smokes ~ (age", "expected ')'"),
+        ("smokes ~ age)", "expected an operator"),
+        ("smokes ~ age member", "expected an operator"),
+        ("smokes ~ age +", "expected a question id"),
+        ("smokes ~ " + " + ".join(["age"] * 400), "over the limit of 2,000"),
         ("smokes ~ age-group", "no question 'group'"),
-        ("smokes ~ `age", "cannot read"),
+        ("smokes ~ `age", "an unclosed backtick"),
+        ("cheated ~ cheated_arm", "no question 'cheated_arm'"),  # no split ballot here
     ],
 )
 def test_hostile_or_unfit_formulas_are_refused(formula: str, words: str) -> None:
+    """analysis.R refuses what regress refuses, in regress's words (its grammar, its checks)."""
+    if formula == "smokes ~ I(age)":
+        assert "I(age)" in exports.r_script(SURVEY, formula)  # regress takes it: so does R
+        return
     with pytest.raises(ActionError, match=re.escape(words)) as caught:
         exports.r_script(SURVEY, formula)
     assert caught.value.kind == "invalid"
+
+
+@pytest.mark.parametrize(
+    ("formula", "r_formula"),
+    [
+        ("smokes ~ I(age / 10) + member", "smokes ~ I(age / 10) + member"),
+        ("smokes ~ I(age ** 2) + C(member)", "smokes ~ I(age ^ 2) + factor(member)"),
+        ("smokes ~ (age + member) ** 2 - 1", "smokes ~ (age + member)^2 - 1"),
+        (
+            "smokes ~ age * `age-group` - age:`age-group`",
+            "smokes ~ age * `age-group` - age:`age-group`",
+        ),
+        ("party[B] ~ age", "deniable.outcome ~ age"),
+        ("smokes[no] ~ age", "deniable.outcome ~ age"),
+        ("member ~ age + smokes", "member ~ age + smokes"),
+        ("age ~ member + smokes", "age ~ member + smokes"),
+    ],
+)
+def test_every_formula_regress_takes_is_written_in_r(formula: str, r_formula: str) -> None:
+    script = exports.r_script(SURVEY, formula)
+    assert r_formula in _r_strings(script)
+    if SURVEY.questions[formula.split("[")[0].split()[0]].plain:  # a randomized predictor
+        assert "rrreg.predictor(formula" in script and 'rr.item = "smokes"' in script
+        linear = "linear" if formula.startswith("age") else "logistic"
+        assert f'model.outcome = "{linear}"' in script
+    else:
+        assert "fit <- rrreg(formula" in script
+    if formula.startswith("party"):  # the option's own pair, and its 0/1 outcome
+        design = exports.design_of(SURVEY.questions["party"], 1)
+        assert f"p = {design['p']}, p0 = {design['p0']}" in script
+        assert 'answers[["party"]]) == 1)' in script
+
+
+def test_without_a_formula_the_script_estimates_each_yes_no_share() -> None:
+    script = exports.r_script(SURVEY, None)
+    for qid in ("smokes", "cheated"):  # the randomized yes/no questions, no other
+        design = exports.design_of(SURVEY.questions[qid])
+        assert f"fit <- rrreg({qid} ~ 1, data = asked, p = {design['p']}" in script
+    assert "rrreg(party" not in script and "rrreg(member" not in script
+    assert "plogis(logit)" in script and "print(do.call(rbind, shares))" in script
 
 
 def test_r_string_escapes_what_could_end_it() -> None:
@@ -295,7 +392,9 @@ def test_exports_need_a_token_and_are_audited(client, auth, stored) -> None:
     refused = client.get(f"{API}/analysis.R?formula=smokes~party", headers=auth)
     assert refused.status_code == 422
     assert refused.mimetype == "application/problem+json"
-    assert client.get(f"{API}/analysis.R", headers=auth).status_code == 400
+    shares = client.get(f"{API}/analysis.R", headers=auth)  # no formula: every share
+    assert shares.status_code == 200 and "rrreg(smokes ~ 1" in shares.get_data(as_text=True)
+    assert client.get(f"{API}/analysis.R?formula=", headers=auth).status_code == 400
     client.get(f"{API}/answers.csv", headers=auth).get_data()
     client.get(f"{API}/export.sav", headers=auth)
     audit = client.get(f"{API}/audit.jsonl", headers=auth).get_data(as_text=True)
@@ -317,16 +416,21 @@ def test_cli_export_writes_what_the_api_serves(
         assert out.read_text("utf-8") == served.get_data(as_text=True)
     else:
         frame, meta = (pyreadstat.read_dta if fmt == "dta" else pyreadstat.read_sav)(str(out))
-        assert len(frame) == N and meta.variable_value_labels["smokes"] == {0: "no", 1: "yes"}
+        labels = meta.variable_value_labels
+        assert len(frame) == N and labels["smokes"] == {0: "noisy no", 1: "noisy yes"}
 
 
 def test_cli_export_bad_input_is_one_line(runner, stored, tmp_path) -> None:
     out = str(tmp_path / "x.R")
     bad = runner.invoke(cli, ["export", DOC["id"], "--format", "r", out, "--formula", "a'b"])
-    assert bad.exit_code == 1 and "is not allowed" in bad.stderr
+    assert bad.exit_code == 1 and "expected 'outcome ~ covariates'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
-    missing = runner.invoke(cli, ["export", DOC["id"], "--format", "r", out])
-    assert missing.exit_code == 2
+    misplaced = runner.invoke(
+        cli, ["export", DOC["id"], "--format", "csv", out, "--formula", "smokes ~ age"]
+    )
+    assert misplaced.exit_code == 2
+    shares = runner.invoke(cli, ["export", DOC["id"], "--format", "r", out])  # as README shows
+    assert shares.exit_code == 0 and "rrreg(smokes ~ 1" in Path(out).read_text("utf-8")
     unknown = runner.invoke(cli, ["export", "nope", "--format", "csv", out])
     assert unknown.exit_code == 1 and "no survey 'nope'" in unknown.stderr
 
@@ -351,6 +455,74 @@ def test_the_r_script_runs_with_rr_beside_answers_csv(client, auth, stored, tmp_
     assert run.returncode == 0, run.stderr
     assert "age" in run.stdout and "member" in run.stdout and "age-group" in run.stdout
     assert not Path("/tmp/pwned").exists()
+
+
+@pytest.fixture
+def rr_installed() -> None:
+    """R with its rr package, where installed (CI installs them; scripts/test-deps.sh)."""
+    if shutil.which("Rscript") is None:
+        pytest.skip("R is not installed")
+    check = subprocess.run(
+        ["Rscript", "-e", "library(rr)"], capture_output=True, text=True, timeout=120
+    )
+    if check.returncode != 0:
+        pytest.skip("the rr package is not installed")
+
+
+def run_r(directory: Path, code: str) -> list[dict[str, str]]:
+    """Run R code in `directory`; the CSV it writes to stdout, as rows."""
+    run = subprocess.run(
+        ["Rscript", "-e", code], cwd=directory, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    return list(csv.DictReader(io.StringIO(run.stdout[run.stdout.index('"') :])))
+
+
+def test_analysis_r_fits_the_coefficients_regress_fits(
+    client, auth, stored, tmp_path, rr_installed
+) -> None:
+    """I(age / 10), as the regression takes it, run by R's rr beside answers.csv: the same
+    maximum-likelihood coefficients as regress (rr's EM stops at a 1e-8 log-likelihood step)."""
+    (tmp_path / "answers.csv").write_bytes(
+        client.get(f"{API}/answers.csv", headers=auth).get_data()
+    )
+    formula = "smokes ~ I(age / 10) + member"
+    script = client.get(f"{API}/analysis.R", query_string={"formula": formula}, headers=auth)
+    assert script.status_code == 200, script.get_data(as_text=True)
+    (tmp_path / "analysis.R").write_bytes(script.get_data())
+    rows = run_r(
+        tmp_path,
+        'sink(nullfile()); source("analysis.R"); sink(); '
+        "write.csv(data.frame(term = names(coef(fit)), estimate = coef(fit)), row.names = FALSE)",
+    )
+    fit = client.post(f"{API}/regression", json={"formula": formula}, headers=auth).get_json()
+    assert fit["converged"]
+    assert [row["term"] for row in rows] == ["(Intercept)", "I(age/10)", "member"]
+    for row, ours in zip(rows, fit["coefficients"], strict=True):
+        assert float(row["estimate"]) == pytest.approx(ours["estimate"], abs=1e-3), row
+
+
+def test_analysis_r_without_a_formula_estimates_the_shares_of_the_results(
+    client, auth, stored, tmp_path, rr_installed
+) -> None:
+    """rr::rrreg(q ~ 1) of each randomized yes/no question: its share is the results' estimate
+    (the maximum likelihood of a constant is the unbiased estimate, inside 0 to 1)."""
+    (tmp_path / "answers.csv").write_bytes(
+        client.get(f"{API}/answers.csv", headers=auth).get_data()
+    )
+    (tmp_path / "shares.R").write_bytes(client.get(f"{API}/analysis.R", headers=auth).get_data())
+    rows = run_r(
+        tmp_path,
+        'sink(nullfile()); source("shares.R"); sink(); write.csv(do.call(rbind, shares))',
+    )
+    results = client.get(f"{API}/results", headers=auth).get_json()
+    estimates = {
+        q["id"]: q["options"][1]["estimate"] for q in results["questions"] if q["type"] == "binary"
+    }
+    assert {row[""] for row in rows} == {"smokes", "cheated"}
+    for row in rows:
+        assert float(row["share"]) == pytest.approx(estimates[row[""]], abs=1e-3), row
+        assert float(row["ci_low"]) < float(row["share"]) < float(row["ci_high"])
 
 
 def test_exports_over_real_http_and_the_cli(live_server, tmp_path) -> None:

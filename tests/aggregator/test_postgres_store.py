@@ -17,8 +17,13 @@ from deniable.aggregator.store.postgres import (  # noqa: E402
 )
 
 
+def pattern(option: int) -> str:
+    """The answer pattern of a report answering `option` to the one question "q"."""
+    return f'{{"answers":{{"q":{option}}}}}'
+
+
 def report(rid: str, key: str, option: int = 1) -> NewReport:
-    return NewReport(rid, "s", key, f"body-{rid}", {"q": (option,)})
+    return NewReport(rid, "s", key, f"body-{rid}", {"q": (option,)}, pattern(option))
 
 
 @pytest.fixture
@@ -109,18 +114,18 @@ def test_processes_writing_at_once_lose_and_double_count_nothing(url):
     assert outcomes.count("answered") == 4 * 40
     assert store.tallies("s") == (40 + 4 * 40, {"q": [160, 40]})
     assert store.get_survey("s").report_count == 200
-    found = store.recount("s", lambda bodies: (sum(1 for _ in bodies), {"q": [0, 0]}))
+    found = store.recount("s", lambda bodies: (sum(1 for _ in bodies), {"q": [0, 0]}, {}))
     assert found.stored_n == found.counted_n == 200  # n over the shards equals a recount
 
 
-def _counting(bodies) -> tuple[int, dict[str, list[int]]]:
+def _counting(bodies) -> tuple[int, dict[str, list[int]], dict[str, int]]:
     """A BodyCounter for bodies "<option>:<id>" of one question "q" with two options."""
     support = [0, 0]
     n = 0
     for body in bodies:
         n += 1
         support[int(body.split(":")[0])] += 1
-    return n, {"q": support}
+    return n, {"q": support}, {pattern(o): c for o, c in enumerate(support) if c}
 
 
 def test_threads_writing_one_survey_spread_over_shards_and_count_exactly(url):
@@ -133,7 +138,12 @@ def test_threads_writing_one_survey_spread_over_shards_and_count_exactly(url):
         for i in range(30):
             option = (worker + i) % 2
             new = NewReport(
-                f"w{worker}-{i}", "s", f"w{worker}-{i}", f"{option}:{i}", {"q": (option,)}
+                f"w{worker}-{i}",
+                "s",
+                f"w{worker}-{i}",
+                f"{option}:{i}",
+                {"q": (option,)},
+                pattern(option),
             )
             outcomes.extend(store.add_reports([new], "h"))
             outcomes.extend(store.add_reports([new], "h"))  # a retry: a duplicate
@@ -165,7 +175,7 @@ def test_threads_writing_one_survey_spread_over_shards_and_count_exactly(url):
         assert conn.execute("SELECT count(*) FROM tally_shards").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM count_shards").fetchone()[0] == 0
     assert store.recount("s", _counting).consistent
-    store.add_reports([NewReport("late", "s", "late", "0:late", {"q": (0,)})], "h")
+    store.add_reports([NewReport("late", "s", "late", "0:late", {"q": (0,)}, pattern(0))], "h")
     assert store.tallies("s") == (241, {"q": [121, 120]})
     assert store.recount("s", _counting).consistent
 
@@ -283,3 +293,42 @@ def test_a_bad_or_unreachable_database_is_one_clear_line(bad, message):
         open_store({"DATABASE_URL": bad, "BUSY_TIMEOUT": 2000}).migrate()
     assert message in str(caught.value)
     assert "secret" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_pattern_shards_fold_beside_writers_and_every_count_stays(url):
+    """Writers spread a pattern's counts over shard rows; folds running meanwhile move them
+    into one row per pattern (locking rows in the writers' order: no deadlock), and no report
+    is lost or counted twice."""
+    store = PostgresStore(url)
+    store.migrate()
+    store.create_survey("s", "{}", "h", {"q": 2}, "now")
+    writing = threading.Event()
+    writing.set()
+    folds: list[bool] = []
+
+    def write(worker: int) -> None:
+        for i in range(30):
+            option = (worker + i) % 2
+            store.add_reports([report(f"w{worker}-{i}", f"w{worker}-{i}", option)], "h")
+
+    def fold() -> None:
+        while writing.is_set():
+            folds.append(store.fold_patterns("s"))
+
+    folder = threading.Thread(target=fold)
+    folder.start()
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    writing.clear()
+    folder.join()
+    assert any(folds)  # folded while the writers wrote
+    assert store.pattern_counts("s") == {pattern(0): 120, pattern(1): 120}
+    store.fold_patterns("s", at=1.0)  # any shard row left
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT count(*) FROM answer_patterns").fetchone()[0]
+    assert rows == 2  # one row a pattern once folded
+    assert store.answer_counts("s", ["q"]) == {(0,): 120, (1,): 120}
+    assert store.tallies("s") == (240, {"q": [120, 120]})

@@ -31,6 +31,7 @@ from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.csvsafe import csv_cell
 from deniable.aggregator.stats.estimate import CSV_COLUMNS, results_csv
 from deniable.aggregator.stats.limits import Limits
+from deniable.aggregator.stats.results import SUPPORT_NOTE
 from deniable.aggregator.surveys import results as survey_results
 from deniable.aggregator.web.db import get_store
 from deniable.shared import Survey, make_report
@@ -306,9 +307,11 @@ def test_summary_is_what_the_cli_prints(runner, objects):
     assert cli_stdout(runner, ["results", sid, "--csv"]) == objects["results"].to_csv()
     table = objects["results"].summary()
     assert table.startswith(f"survey {sid}: {N} reports, 95% intervals\n\nsmokes  (binary, rr")
-    # The table is the questions' blocks, each its QuestionResults' summary.
-    blocks = [q.summary() for q in objects["results"].questions.values()]
-    assert table.split("\n\n")[1:] == blocks
+    # The table is the questions' blocks, each its QuestionResults' summary, and the legend
+    # (what share, estimate, support and count are) once at its end.
+    blocks = [q.summary(legend=False) for q in objects["results"].questions.values()]
+    assert table.split("\n\n")[1:] == [*blocks, SUPPORT_NOTE.strip()]
+    assert "support: the noisy reports that chose the option" in table
 
 
 def test_attributes(objects):

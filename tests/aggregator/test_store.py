@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
@@ -11,12 +10,18 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.store import NewReport, StoreError
+from deniable.aggregator.store.base import ARM_PREFIX
 from deniable.aggregator.store.sqlite import DB_FILE, MIGRATIONS, PAGE_SIZE, SQLiteStore
 from deniable.shared.canonical import canonical_json
 
 
+def pattern(option: int) -> str:
+    """The answer pattern of a report answering `option` to the one question "q"."""
+    return f'{{"answers":{{"q":{option}}}}}'
+
+
 def report(rid: str, key: str = "pk", body: str | None = None, survey: str = "s", option: int = 1):
-    return NewReport(rid, survey, key, body or f"body-{rid}", {"q": (option,)})
+    return NewReport(rid, survey, key, body or f"body-{rid}", {"q": (option,)}, pattern(option))
 
 
 try:
@@ -155,7 +160,9 @@ def test_every_tally_row_gets_its_increments(store, options):
     """A few rows or hundreds (SQLite updates them row by row or many per statement)."""
     store.create_survey("wide", "{}", "w" * 64, {"q": options, "r": 2}, "2026-01-01T00:00:00Z")
     reports = [
-        NewReport(f"id{i}", "wide", f"k{i}", "b", {"q": tuple(range(i % options + 1)), "r": (1,)})
+        NewReport(
+            f"id{i}", "wide", f"k{i}", "b", {"q": tuple(range(i % options + 1)), "r": (1,)}, "{}"
+        )
         for i in range(2 * options)
     ]
     assert set(store.add_reports(reports, "h")) == {"accepted"}
@@ -208,7 +215,7 @@ def test_a_mixed_batch_gets_the_outcomes_of_storing_one_by_one(fresh):
 
 def test_a_report_supporting_no_option_is_counted_in_n_only(fresh):
     """An OUE report may set no bit: its transaction has no tally increment at all."""
-    assert fresh.add_reports([NewReport("a", "s", "k1", "b", {"q": ()})], "h") == ["accepted"]
+    assert fresh.add_reports([NewReport("a", "s", "k1", "b", {"q": ()}, "{}")], "h") == ["accepted"]
     assert fresh.tallies("s") == (1, {"q": [0, 0]})
 
 
@@ -224,7 +231,9 @@ def test_a_purged_report_sent_again_by_its_key_is_a_duplicate(fresh):
     sends it again. Another key under that report_id is still a conflict."""
     fresh.add_reports([report("a", "k1"), report("b", "k2")], "2026-01-01T00:00:00Z")
     assert (
-        fresh.purge_reports("s", "2026-01-02T00:00:00Z", lambda bodies: (len(list(bodies)), {}))
+        fresh.purge_reports(
+            "s", "2026-01-02T00:00:00Z", lambda bodies: (len(list(bodies)), {}, {pattern(1): 2})
+        )
         == 2
     )
     assert fresh.stored_report("a") == ("", "k1", "s")
@@ -238,7 +247,7 @@ def test_a_purged_report_sent_again_by_its_key_is_a_duplicate(fresh):
 
 
 def test_a_failed_batch_rolls_back_entirely(fresh):
-    bad = NewReport("x", "s", "k9", None, {"q": (1,)})  # type: ignore[arg-type]  # NOT NULL body
+    bad = NewReport("x", "s", "k9", None, {"q": (1,)}, "{}")  # type: ignore[arg-type]  # NOT NULL body
     with pytest.raises(INTEGRITY_ERRORS):
         fresh.add_reports([report("a", "k1"), bad], "h")
     assert fresh.tallies("s") == (0, {"q": [0, 0]})
@@ -309,7 +318,7 @@ def test_recount_repair_and_purge_keep_every_count(store, survey, report_for):
     count = recount.counter(store, survey.id, tally)
     n, support = store.tallies(survey.id)
     assert store.recount(survey.id, count).consistent
-    bumped = NewReport("x", survey.id, "kx", "", {"smokes": (1,)})  # counted, body empty
+    bumped = NewReport("x", survey.id, "kx", "", {"smokes": (1,)}, "{}")  # counted, body empty
     store.add_reports([bumped], "2000-01-01T00:00:00Z")
     found = store.recount(survey.id, count, repair=True)
     assert not found.consistent and found.stored_n == n + 1 and found.counted_n == n
@@ -335,25 +344,37 @@ def test_tokens_are_revoked_by_name(fresh):
     ]
 
 
-def test_answer_counts_are_counted_by_the_database(fresh):
-    bodies = [
+def test_answer_counts_are_summed_from_the_answer_patterns_not_the_bodies(fresh):
+    """Analyses read the patterns kept in the reports' transactions: the bodies here are not
+    even JSON. A skipped question is None; an arm is read by ARM_PREFIX + its question."""
+    answers = [
         {"answers": {"q": 1, "bits": "0110", "age-group": 2}},
         {"answers": {"q": 1, "bits": "0110", "age-group": 2}},
         {"answers": {"q": 0, "bits": "0110", "age-group": 1}},
         {"answers": {"q": 1, "bits": "1000", "age-group": 2}},
-    ]
-    # Stored bodies are canonical JSON of the whole report (SQLite parses only its answers
-    # object then); any other body is parsed whole, with the same result.
-    texts = [
-        canonical_json({**b, "public_key": f"k{i}", "v": 1}).decode() if i % 2 else json.dumps(b)
-        for i, b in enumerate(bodies)
+        {"answers": {"q": 1, "bits": "1000"}, "arms": {"q": "direct"}},
     ]
     reports = [
-        NewReport(f"r{i}", "s", f"k{i}", text, {"q": (b["answers"]["q"],)})
-        for i, (b, text) in enumerate(zip(bodies, texts, strict=True))
+        NewReport(
+            f"r{i}",
+            "s",
+            f"k{i}",
+            "not json",
+            {"q": (a["answers"]["q"],)},
+            canonical_json(a).decode(),
+        )
+        for i, a in enumerate(answers)
     ]
-    assert fresh.add_reports(reports, "2026-01-01T00") == ["accepted"] * 4
+    assert fresh.add_reports(reports, "2026-01-01T00") == ["accepted"] * 5
     counts = fresh.answer_counts("s", ["q", "bits", "age-group"])
-    assert counts == {(1, "0110", 2): 2, (0, "0110", 1): 1, (1, "1000", 2): 1}
-    assert fresh.answer_counts("s", ["q"]) == {(1,): 3, (0,): 1}
+    assert counts == {(1, "0110", 2): 2, (0, "0110", 1): 1, (1, "1000", 2): 1, (1, "1000", None): 1}
+    assert fresh.answer_counts("s", ["q"]) == {(1,): 4, (0,): 1}
+    assert fresh.answer_counts("s", [ARM_PREFIX + "q", "q"]) == {
+        (None, 1): 3,
+        (None, 0): 1,
+        ("direct", 1): 1,
+    }
     assert fresh.answer_counts("nope", ["q"]) == {}
+    assert fresh.pattern_counts("s") == {
+        canonical_json(a).decode(): 2 if i == 0 else 1 for i, a in enumerate(answers) if i != 1
+    }

@@ -64,7 +64,8 @@ def test_login_chart_create_logout(live_server: Any, page: Any, tmp_path: Path) 
     charts = page.locator("svg.chart")
     assert charts.count() == 2
     assert charts.first.is_visible()
-    assert page.locator("svg.chart rect.bar-est").count() == 5
+    assert page.locator("svg.chart rect.bar-share").count() == 5  # a share bar per option
+    assert page.locator("svg.chart path.mark-est").count() == 5  # and its unbiased estimate
     assert "73%" in page.locator(".words").first.inner_text()
     page.screenshot(path=tmp_path / "survey.png", full_page=True)
     page.select_option("#confidence", "0.99")

@@ -62,11 +62,16 @@ def first_visit(context: Any, url: str) -> Any:
     expect(page.locator("button[type=submit]")).to_be_enabled()
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
     path = url.split("//", 1)[1].split("/", 1)[1]
-    wanted = {f"/{path}", "/static/respond.js", "/static/deniable.js", "/static/respond.css"}
+    files = {"respond.js", "deniable.js", "respond.css"}  # at their versioned /static/ URLs
     deadline = time.monotonic() + 15
     while True:  # polled from here: wait_for_function takes a promise for a true value
         have = set(page.evaluate(CACHED))
-        if wanted <= have and any(p.startswith("/api/v1/surveys/") for p in have):
+        kept = {p.rsplit("/", 1)[1] for p in have if p.startswith("/static/v/")}
+        if (
+            f"/{path}" in have
+            and files <= kept
+            and any(p.startswith("/api/v1/surveys/") for p in have)
+        ):
             break
         assert time.monotonic() < deadline, f"the worker kept only {sorted(have)}"
         page.wait_for_timeout(100)
@@ -83,7 +88,8 @@ def answer_offline(context: Any, page: Any, count: int) -> None:
         answer_one(page, i)
         expect(page.locator("[data-thanks]")).to_be_visible()
         expect(page.locator("[data-waiting]")).to_have_text(str(i + 1))
-        expect(page.locator(".outbox")).to_contain_text(f"{i + 1} answers waiting to be sent")
+        waiting = "1 answer waiting" if i == 0 else f"{i + 1} answers waiting"  # its plural
+        expect(page.locator(".outbox")).to_contain_text(f"{waiting} to be sent from this device.")
         page.locator("[data-next]").click()
         expect(page.locator("#answer")).to_be_visible()
 

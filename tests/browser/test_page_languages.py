@@ -265,7 +265,7 @@ def test_translated_texts_stay_data_in_every_block() -> None:
         verify_hint="deniable verify-page URL",
         lang="fr",
     )
-    assert "<script>alert(1)" not in html and html.count("</script>") == 5
+    assert "<script>alert(1)" not in html and html.count("</script>") == 6
     assert '<html lang="fr" dir="ltr">' in html
     start = html.index('id="pinned-survey">') + len('id="pinned-survey">')
     pinned = json.loads(html[start : html.index("</script>", start)])

@@ -76,7 +76,7 @@ def test_an_import_error_with_every_extra_installed_surfaces_as_itself() -> None
 def test_the_missing_extras_are_read_from_the_installed_metadata(monkeypatch) -> None:
     from importlib import metadata
 
-    from deniable.aggregator import extras
+    from deniable.aggregator import console as extras
 
     assert extras.missing_requirements() == []  # the dev install has every extra
     real = metadata.distribution

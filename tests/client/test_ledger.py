@@ -108,3 +108,32 @@ def test_a_version_1_ledger_keeps_its_reports_and_learns_retry_at(tmp_path: Path
         "2030-01-01T00:00:00Z",
     )
     assert ledger.spent() == 1.5
+
+
+def test_an_older_ledger_learns_routes_and_a_routed_report_keeps_its_relay(tmp_path: Path) -> None:
+    """A ledger of version 1 or 2 gains the relay columns (its reports go straight, as they
+    did); a report of a relay survey keeps its relay and key in the outbox (docs/anonymity.md)."""
+    from deniable.shared import ohttp
+    from deniable.shared.route import Route
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    old = report("s1")
+    with sqlite3.connect(home / "ledger.sqlite3") as conn:
+        conn.executescript(SCHEMA_V1)
+        conn.execute(
+            "INSERT INTO reports VALUES ('http://a', 's1', ?, 'T', 1.5, ?, ?, 'pending', NULL,"
+            " NULL, 0, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+            (old["survey_hash"], old["report_id"], json.dumps(old)),
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    ledger = Ledger(home)
+    (pending,) = ledger.pending()
+    assert pending.route is None
+    route = Route("https://relay.example/", ohttp.keys_text([ohttp.new_gateway_key(1).config]))
+    fresh = report("s2")
+    with ledger.transaction() as tx:
+        tx.insert("http://a", "T2", 1.0, fresh, route=route)
+    routed = {p.report["survey"]: p.route for p in Ledger(home).pending()}
+    assert routed == {"s1": None, "s2": route}

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from deniable.aggregator import regress
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.ingest import ingest
 from deniable.aggregator.surveys import create_survey
@@ -81,7 +82,7 @@ def test_a_breakdown_draws_a_chart_per_group_with_the_test(researcher, with_cova
 def test_the_joint_table_has_a_cell_per_pair(researcher, with_covariates):
     html = page(researcher, first="smokes", second="region")
     table = html.split('id="crosstab-result"', 1)[1].split("</table>", 1)[0]
-    assert table.count('<td class="num">') == 4 and "300 reports" in table
+    assert table.count('<td class="num" data-cell>') == 4 and "300 reports" in table
 
 
 def test_the_regression_form_shows_the_coefficients(researcher, with_covariates):
@@ -133,3 +134,41 @@ def test_a_regression_post_without_the_csrf_token_fits_nothing(researcher, with_
 def test_the_analysis_page_needs_a_login(client, with_covariates):
     response = client.get("/surveys/covariates/analysis")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
+
+
+def test_only_a_formula_that_fits_is_suggested_and_a_failed_fit_names_its_terms(
+    app, researcher
+) -> None:
+    """hit_child is asked only of those with children: the suggestion leaves has_children out
+    (it would be the same for every report fitted) and fits; a fit with it names the
+    collinear terms."""
+    from tests.aggregator.test_results_read_right import DOC as READ_RIGHT
+    from tests.aggregator.test_results_read_right import REPORTS
+
+    doc = {**READ_RIGHT, "questions": [q for q in READ_RIGHT["questions"] if q["id"] != "smokes"]}
+    doc["questions"] = [q for q in doc["questions"] if q["id"] != "browser"]
+    with app.app_context():
+        store = get_store()
+        create_survey(store, doc, who=OPERATOR)
+        survey = Survey.from_dict(doc)
+        reports = [
+            make_report(
+                survey,
+                {k: v for k, v in r["answers"].items() if k in survey.questions},
+                generate_key(),
+            )
+            for r in REPORTS
+        ]
+        assert all(o.result == "accepted" for o in ingest(store, reports))
+    html = researcher.get(f"/surveys/{doc['id']}/analysis").get_data(as_text=True)
+    suggested = re.search(r'id="formula" name="formula"[^>]*value="([^"]*)"', html)
+    assert suggested is not None
+    formula = suggested.group(1).replace("&#39;", "'")
+    assert formula == "hit_child ~ age"
+    assert regress(survey, reports, formula).converged
+    posted = researcher.post(
+        f"/surveys/{doc['id']}/analysis",
+        data={"formula": "hit_child ~ age + has_children", "csrf_token": csrf_of(html)},
+    ).get_data(as_text=True)
+    assert "The fit failed: the covariates are collinear" in posted
+    assert "Intercept, has_children" in posted and "drop has_children" in posted

@@ -33,13 +33,15 @@ def test_chart_is_accessible_svg_with_escaped_labels() -> None:
     assert 'role="img"' in svg and "<title" in svg and "<desc" in svg
     assert "&lt;yes&gt;" in svg and "<yes>" not in svg
     assert "&lt;you&gt;" in svg
-    assert "estimate 30.0%" in svg and "interval 25.0% to 35.0%" in svg
+    assert "share 30.0%; unbiased estimate 30.0%" in svg and "interval 25.0% to 35.0%" in svg
     assert "http" not in svg
 
 
 def test_estimates_outside_zero_one_are_drawn_at_the_edge_and_said() -> None:
     svg = str(question_chart(entry(-0.05, 0.0, 0.04), 0.95))
-    assert "outside 0 to 1" in svg
+    assert "unbiased estimate fell below 0.0% by chance" in svg
+    assert "-5.0%" not in svg and "105.0%" not in svg  # every number said is in [0, 100%]
+    assert "unbiased estimate fell above 100.0% by chance" in svg  # no's 1.05
     assert 'width="-' not in svg
 
 

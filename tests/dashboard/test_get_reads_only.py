@@ -23,6 +23,7 @@ from tests.dashboard.conftest import TOKEN
 REVIEWED_READS = {
     "static": "the respondent page's scripts and styles",
     "respond.worker_file": "the service worker and the module it imports (files)",
+    "respond.versioned_file": "a file of the respondent page at its versioned URL",
     "dashboard.static": "the dashboard's stylesheet and scripts",
     "api.healthz": "a database ping",
     "api.openapi": "a file",

@@ -46,14 +46,15 @@ def test_the_survey_page_draws_a_mean_on_its_scale_and_a_bar_per_option(
     assert html.count("<svg") == 4
     charts = re.findall(r"<svg.*?</svg>", html, flags=re.S)
     drinks, used, age, apps = charts
-    # The mean's axis runs from min to max in the question's units, with no share bar.
-    assert ">0<" in drinks and ">20<" in drinks and "bar-share" not in drinks
-    assert "mean: estimate" in drinks
-    assert ">18<" in age and ">99<" in age and "mean: estimate 49.5" in age
-    for option in ("cannabis", "ecstasy", "LSD"):
-        assert f"{option}: estimate" in used
-    assert "bar-share" not in used and "apps" not in used
-    assert "mail: estimate 100.0%" in apps
+    # The mean's axis runs from min to max in the question's units: one bar, the mean within
+    # them, and the unbiased mean's mark.
+    assert ">0<" in drinks and ">20<" in drinks and drinks.count("bar-share") == 1
+    assert "mean: share" in drinks and "mean: unbiased estimate" in drinks
+    assert ">18<" in age and ">99<" in age and "mean: unbiased estimate 49.5" in age
+    for option in ("cannabis", "ecstasy", "LSD"):  # each its own yes/no: a bar each
+        assert f"{option}: unbiased estimate" in used
+    assert used.count("bar-share") == 3 and "apps" not in used
+    assert "mail: unbiased estimate 100.0%" in apps
     assert "one bit" in html or "leans towards" in html
 
 
@@ -63,8 +64,11 @@ def test_the_analysis_page_offers_only_what_each_analysis_takes(
     response = researcher.get("/surveys/numbers/analysis")
     assert response.status_code == 200
     html = response.get_data(as_text=True)
-    # A plain integer cannot be a group, and this survey has no other plain question.
-    assert "no plain yes/no or categorical question to group by" in html
+    # A plain integer groups in bands of the cuts a researcher types (this survey has no other
+    # plain question).
+    by = re.search(r'<select id="by".*?</select>', html, flags=re.S)
+    assert by is not None and 'value="age"' in by.group(0) and "give cuts" in by.group(0)
+    assert 'id="cuts"' in html
     first = re.search(r'<select id="first".*?</select>', html, flags=re.S)
     assert first is not None
     assert 'value="used"' in first.group(0) and 'value="apps"' in first.group(0)
@@ -92,7 +96,7 @@ def test_a_breakdown_of_a_mean_is_drawn_on_its_scale(app: Flask, researcher: Fla
     chart = re.search(r"<svg.*?</svg>", html, flags=re.S)
     assert chart is not None
     assert ">0<" in chart.group(0) and ">20<" in chart.group(0)  # the mean's own axis
-    assert "bar-share" not in chart.group(0)
+    assert "mean: share" in chart.group(0) and not re.search(r">[0-9.]+%<", chart.group(0))
 
 
 def test_the_planner_form_plans_a_mean_in_the_questions_units(researcher: FlaskClient) -> None:

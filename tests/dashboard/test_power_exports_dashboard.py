@@ -79,14 +79,14 @@ def test_downloads_are_the_services_files(app: Flask, researcher: FlaskClient, t
     path.write_bytes(dta.get_data())
     frame, meta = pyreadstat.read_dta(str(path))
     assert len(frame) == 80
-    assert meta.variable_value_labels["party"] == {0: "A", 1: "B", 2: "C", 3: "D"}
+    assert meta.variable_value_labels["party"] == {i: f"noisy {x}" for i, x in enumerate("ABCD")}
     with app.app_context():
         served = exports.analysis_script(get_store(), "habits", "smokes ~ 1", who=access.OPERATOR)
     script = researcher.get("/surveys/habits/analysis.R?formula=smokes+~+1")
     assert script.status_code == 200 and script.get_data(as_text=True) == served
     refused = researcher.get("/surveys/habits/analysis.R?formula=smokes+~+party")
     assert refused.status_code == 422
-    assert "cannot be a covariate" in refused.get_data(as_text=True)
+    assert "is randomized, so its true answer is unknown per report" in refused.get_data(as_text=True)
 
 
 def test_downloads_need_a_login(client: FlaskClient) -> None:

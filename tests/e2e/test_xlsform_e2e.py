@@ -1,8 +1,9 @@
 """XLSForm end to end, on both stores: the multilingual example (English, French, Arabic; a
 plain question gating two randomized ones; one question of each type) imported with
 `deniable-aggregator survey import --create` and uploaded on a real server's dashboard; the
-published hash is the one the round trip import -> export -> import gives; refusals are one
-line naming the sheet and row."""
+published hash is the one the round trip import -> export -> import gives; every problem is one
+line naming the sheet, row and column, beside the dashboard's upload field; --dry-run and
+--drop-unsupported create nothing and say what they leave out."""
 
 from __future__ import annotations
 
@@ -89,15 +90,29 @@ def test_cli_imports_creates_exports_and_reimports_the_same_survey(
     assert twice.returncode == 0 and "already exists" in twice.stderr
 
 
-def test_cli_refusals_are_one_line_naming_sheet_and_row(live_server: Any, tmp_path: Path) -> None:
+def test_cli_refusals_are_one_line_each_naming_sheet_row_and_column(
+    live_server: Any, tmp_path: Path
+) -> None:
     bad = tmp_path / "bad.xlsx"
     bad.write_bytes(_bad_form())
     result = live_server.cli("survey", "import", str(bad), "--create", check=False)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+    assert len(lines) == 2, result.stderr
     assert lines[0].startswith(f"error: {bad}: survey sheet, row 3 (where), column 'type': ")
-    assert "cannot honour 'geopoint'" in lines[0]
+    assert "cannot honour 'geopoint'" in lines[0] and "--drop-unsupported" in lines[0]
+    assert lines[1] == f"error: {bad}: 1 problem; nothing was created"
+    # --dry-run with --drop-unsupported: the document, what is left out, and nothing created.
+    dry = live_server.cli("survey", "import", str(bad), "--drop-unsupported", "--dry-run")
+    assert [q["id"] for q in json.loads(dry.stdout)["questions"]] == ["smokes"]
+    assert "note: survey sheet, row 3 (where): left out: deniable cannot honour 'geopoint'" in (
+        dry.stderr
+    )
+    assert dry.stderr.strip().endswith("dry run: survey 'bad' would be created; nothing was")
+    assert requests.get(f"{live_server.url}/api/v1/surveys/bad", timeout=10).status_code == 404
+    created = live_server.cli("survey", "import", str(bad), "--drop-unsupported", "--create")
+    assert "created survey 'bad'" in created.stderr
+    assert requests.get(f"{live_server.url}/api/v1/surveys/bad", timeout=10).status_code == 200
     huge = tmp_path / "huge.xlsx"
     huge.write_bytes(b"PK" + b"\0" * MAX_FORM_BYTES)
     result = live_server.cli("survey", "import", str(huge), check=False)
@@ -137,7 +152,9 @@ def test_dashboard_upload_fills_the_document_or_creates_the_survey(live_server: 
         timeout=30,
     )
     assert refused.status_code == 400
-    assert "bad.xlsx: survey sheet, row 3 (where), column &#39;type&#39;" in refused.text
+    beside = refused.text.split('id="xlsform-errors"', 1)[1].split("</div>", 1)[0]
+    assert "survey sheet, row 3 (where), column &#39;type&#39;" in beside
+    assert 'id="document-error"' not in refused.text  # never under the JSON box
 
     too_big = browser.post(
         f"{url}/surveys/new",

@@ -29,8 +29,7 @@ def test_the_build_prints_no_warning_about_our_metadata(built: tuple[Path, str])
 
 def test_the_wheel_holds_every_package_and_file_the_code_loads(built: tuple[Path, str]) -> None:
     names = set(zipfile.ZipFile(built[0]).namelist())
-    roots = {"shared": "deniable/shared", "client": "deniable/client"}
-    roots["aggregator"] = "deniable/aggregator"
+    roots = {folder: f"deniable/{folder}" for folder in ("shared", "client", "aggregator", "relay")}
     tracked = [p for folder in roots for p in (ROOT / folder).rglob("*") if p.is_file()]
     wanted = {".py", ".html", ".js", ".css", ".json", ".xlsx", ".po", ".mo"}
     expected = {
@@ -61,6 +60,8 @@ def test_the_client_commands_run(client_only: Installed) -> None:
     assert result.returncode == 0 and "answer" in result.stdout, result.stderr
     status = client_only.run("deniable", "status", DENIABLE_HOME=str(client_only.root / "home"))
     assert status.returncode == 0, status.stderr
+    relay = client_only.run("deniable-relay", "--help")  # the relay needs no extra
+    assert relay.returncode == 0 and "--batch" in relay.stdout, relay.stderr
 
 
 def test_the_aggregator_command_names_the_missing_extras(client_only: Installed) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -46,12 +47,33 @@ class Installed:
         )
 
 
+def checkout_copy(where: Path) -> Path:
+    """The files git would put in a fresh clone (tracked, and new ones it does not ignore), as
+    they are in the work tree: a build never sees a stale build/ folder, and builds running at
+    once never share one."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        path = ROOT / name.decode()
+        if path.is_file():
+            target = where / name.decode()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return where
+
+
 def build_wheel(out: Path) -> tuple[Path, str]:
     """`pip wheel -v` of the checkout (an isolated build, as a user's install does): the wheel
     and everything the build backend printed."""
+    source = checkout_copy(out / "source")
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--disable-pip-version-check",
-         "-w", str(out), str(ROOT)],
+         "-w", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=INSTALL_SECONDS,

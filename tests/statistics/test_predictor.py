@@ -370,7 +370,7 @@ def test_two_randomized_predictors_or_a_randomized_categorical_are_refused():
 
 
 def test_the_joint_model_is_bounded_before_it_is_built():
-    with pytest.raises(AnalysisError, match="the joint model has .* DENIABLE_MAX_MODEL_CELLS"):
+    with pytest.raises(AnalysisError, match=r"the joint model has .*\(limits\.max_model_cells\)"):
         regress(
             SIM,
             simulate(500, 3),

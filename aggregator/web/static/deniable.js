@@ -959,6 +959,32 @@ async function deliverAll(server, entries) {
   return out;
 }
 
+// A survey that names a relay (docs/anonymity.md) has each of its reports sealed and sent
+// through it by ohttp.js, loaded when first needed (the service worker, which cannot load a
+// module later, hands it over with useRelay).
+let relayAnswer = null;
+
+/** The function that posts an entry through its relay (ohttp.js's relayAnswer). */
+export function useRelay(post) {
+  relayAnswer = post;
+}
+
+/** The survey's route as an entry keeps it: its relay and the key its reports are sealed to. */
+const routeOf = (survey) => (survey.relay ? { relay: survey.relay, ohttp_keys: survey.ohttp_keys } : {});
+
+/** Deliveries of `entries`, in order: straight to the aggregator in batches, or each on its own
+ * through its survey's relay (by the same delivery policy). */
+async function deliverRouted(server, entries) {
+  const direct = await deliverAll(server, entries.filter((entry) => !entry.relay));
+  if (direct.length !== entries.length && !relayAnswer) ({ relayAnswer } = await import("./ohttp.js"));
+  const relayed = await Promise.all(
+    entries.map((entry) => (entry.relay ? relayAnswer(server, entry) : null)),
+  );
+  return entries.map((entry, i) =>
+    entry.relay ? classifyAnswer(relayed[i], entry.report.report_id) : direct.shift(),
+  );
+}
+
 /** Send an entry's enrollment (before its report); null once enrolled, else its delivery. */
 async function sendEnrollment(server, entry) {
   let response;
@@ -997,7 +1023,7 @@ async function sendEntries(server, entries, now = Date.now()) {
     if (refused) updated.set(entry, settled(entry, refused, now));
     else ready.push({ ...entry, enrollment: undefined });
   }
-  const deliveries = await deliverAll(server, ready);
+  const deliveries = await deliverRouted(server, ready);
   ready.forEach((entry, i) => {
     const original = entries.find((e) => e.report?.report_id === entry.report.report_id);
     const clean = { ...entry };
@@ -1187,6 +1213,7 @@ async function answerLocked(
   const report = await signedReport(survey, hash, ordered, key, { arms });
   const entry = {
     server: new URL(server).origin,
+    ...routeOf(survey),
     report,
     epsilon: drawn ? reportEpsilon(survey, others, arms) + drawn.epsilon : cost,
     status: "queued",
@@ -1236,6 +1263,7 @@ export async function answerShared(
     survey: survey.id,
     report_id: report.report_id,
     shared: true,
+    ...routeOf(survey),
     report,
     status: "queued",
     stored_at: new Date().toISOString(),

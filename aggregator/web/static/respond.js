@@ -2,13 +2,12 @@
 // reads the form, answers through deniable.js, shows the receipt, keeps the outbox going.
 // Everything that touches a true answer stays in this browser. The page talks to one origin,
 // the aggregator's (main's data-aggregator), and randomizes with the survey pinned in the page
-// (#pinned-survey): an aggregator publishing another survey under this id is refused.
-import { relevantQuestions } from "./conditions.js";
-import * as memo from "./memo.js";
+// (#pinned-survey): an aggregator publishing another survey under this id is refused. It loads
+// conditions.js, memo.js and languages.js only for a survey that needs them (skip logic, waves,
+// several languages), before anything else, so that an offline visit has them too.
 import {
   DIRECT_NOTICE,
   answer,
-  answerShared,
   drawArms,
   epsilonSpent,
   inArm,
@@ -26,6 +25,7 @@ import {
   supported,
   surveyHash,
   t,
+  useRelay,
 } from "./deniable.js";
 
 const main = document.getElementById("main");
@@ -39,96 +39,58 @@ const shared =
   new URLSearchParams(window.location.search).get("device") === "shared";
 
 // ---------------------------------------------------------------------------------------
-// Languages (docs/surveys.md): the survey's own texts come from its translations, the
-// product's fixed texts from the catalogs the page carries (#page-messages); every fixed text
-// is written t("English text", {placeholders}) and found by its English msgid.
+// Languages (docs/surveys.md): the survey's own texts come from its translations
+// (languages.js), the product's fixed texts from the catalogs the page carries (#page-messages,
+// #page-plurals); every fixed text is written t("English text", {placeholders}) and found by
+// its English msgid.
+
+/** The JSON of one of the page's data blocks, or {}. */
+function carried(id) {
+  try {
+    return JSON.parse(document.getElementById(id)?.textContent || "{}");
+  } catch {
+    return {};
+  }
+}
 
 /** The product's words of each of the survey's languages: {tag: {msgid: text}}. */
-const MESSAGES = (() => {
-  try {
-    return JSON.parse(document.getElementById("page-messages")?.textContent || "{}");
-  } catch {
-    return {};
-  }
-})();
-/** The plain-words explanations (the text of `deniable explain`) in each of the survey's
- * languages: {tag: {questions: {id: text}, totals: [line]}}. */
-const EXPLAINED = (() => {
-  try {
-    return JSON.parse(document.getElementById("page-explanations")?.textContent || "{}");
-  } catch {
-    return {};
-  }
-})();
-const RTL = new Set(["ar", "he", "fa", "ur"]);
-const primary = (tag) => String(tag).split("-")[0].toLowerCase();
-let language = main.dataset.lang || document.documentElement.lang || "en";
+const MESSAGES = carried("page-messages");
+/** Their plural forms: {tag: {index: "digits", forms: {msgid: [form, ...]}}}, where digit n of
+ * `index` is the form of the number n (the catalog's gettext Plural-Forms). */
+const PLURALS = carried("page-plurals");
+/** The language the server rendered the page in (its texts are in the page already). */
+const rendered = main.dataset.lang || document.documentElement.lang || "en";
+let language = rendered;
 setTranslator((msgid) => {
   const catalog = Object.hasOwn(MESSAGES, language) ? MESSAGES[language] : null;
   return catalog && Object.hasOwn(catalog, msgid) ? catalog[msgid] : msgid;
 });
 
-/** The survey's languages: its default first, then its translations'. */
-function surveyLanguages(survey) {
-  const first = survey.language || "en";
-  return [first, ...Object.keys(survey.translations || {}).filter((tag) => tag !== first)];
-}
-
-/** The one of `languages` that serves `wanted`: the same tag, else the same primary subtag. */
-function matchLanguage(languages, wanted) {
-  if (!wanted) return null;
-  const low = String(wanted).toLowerCase();
-  return (
-    languages.find((tag) => tag.toLowerCase() === low) ||
-    languages.find((tag) => primary(tag) === primary(low)) ||
-    null
-  );
-}
-
-/** The page's language: ?lang= when the survey has it, else the browser's first language the
- * survey has (full tag, then primary subtag), else the survey's default. */
-function pickLanguage(survey) {
-  const languages = surveyLanguages(survey);
-  const asked = matchLanguage(languages, new URLSearchParams(window.location.search).get("lang"));
-  if (asked) return asked;
-  const browser = navigator.languages?.length ? navigator.languages : [navigator.language];
-  for (const wanted of browser) {
-    const found = languages.find((tag) => tag.toLowerCase() === String(wanted).toLowerCase());
-    if (found) return found;
+/** The form of a plural text for `count` in the page's language: the catalog's (a number past
+ * its table takes the form of the first number in the table of the same CLDR category). */
+function pluralText(msgid, plural, count) {
+  const own = Object.hasOwn(PLURALS, language) ? PLURALS[language] : null;
+  const forms = own?.forms && Object.hasOwn(own.forms, msgid) ? own.forms[msgid] : null;
+  if (!forms) return count === 1 ? msgid : plural;
+  const table = own.index;
+  let index = Number(table[table.length - 1]);
+  if (count < table.length) index = Number(table[count]);
+  else {
+    const rules = new Intl.PluralRules(language);
+    const category = rules.select(count);
+    for (let n = 0; n < table.length; n += 1) {
+      if (rules.select(n) === category) {
+        index = Number(table[n]);
+        break;
+      }
+    }
   }
-  for (const wanted of browser) {
-    const found = matchLanguage(languages, wanted);
-    if (found) return found;
-  }
-  return languages[0];
-}
-
-/** The survey's own texts in `tag` (as Survey.text_in: a translation's words when the survey
- * has one in `tag`, else the default language's), option labels in option order. */
-function surveyTexts(survey, tag) {
-  const translations = survey.translations || {};
-  const own = Object.hasOwn(translations, tag) ? translations[tag] : null;
-  const questions = {};
-  for (const question of survey.questions) {
-    const mine = own && Object.hasOwn(own.questions || {}, question.id) ? own.questions[question.id] : null;
-    const options = question.options || [];
-    const labels = Array.isArray(mine?.options) && mine.options.length === options.length;
-    questions[question.id] = {
-      text: mine ? mine.text : question.text,
-      options: labels ? mine.options : options,
-      hint: (mine ? mine.hint : question.hint) || "",
-      note: (mine ? mine.note : question.note) || "",
-    };
-  }
-  return {
-    title: own ? own.title : survey.title,
-    description: (own ? own.description : survey.description) || "",
-    questions,
-  };
+  return forms[index] ?? forms[forms.length - 1];
 }
 
 /** Write a fixed text into `element`: its msgid and arguments are on the element (data-t,
- * data-t-args); its slots (<output data-slot>) keep their place and their value. */
+ * data-t-args; a plural text's data-t-plural, its form chosen by the number in the slot
+ * data-t-count names); its slots (<output data-slot>) keep their place and their value. */
 function translateElement(element) {
   let args = {};
   try {
@@ -141,12 +103,21 @@ function translateElement(element) {
   const keep = Object.fromEntries(
     Object.entries(args).concat(Object.keys(slots).map((name) => [name, `{${name}}`])),
   );
-  let text = t(element.dataset.t, keep);
+  const { t: msgid, tPlural: plural, tCount: counted } = element.dataset;
+  const fill = (words) =>
+    words.replace(/\{(\w+)\}/g, (whole, name) => (Object.hasOwn(keep, name) ? String(keep[name]) : whole));
+  let english = msgid;
+  let text;
+  if (plural) {
+    const count = Number(slots[counted]?.textContent ?? args[counted]);
+    english = count === 1 ? msgid : plural;
+    text = fill(pluralText(msgid, plural, count));
+  } else {
+    text = t(msgid, keep);
+  }
   if (Object.keys(slots).some((name) => !text.includes(`{${name}}`))) {
     // A translation that lost a slot would lose its element: the English text keeps it.
-    text = element.dataset.t.replace(/\{(\w+)\}/g, (whole, name) =>
-      Object.hasOwn(keep, name) ? String(keep[name]) : whole,
-    );
+    text = fill(english);
   }
   const parts = [];
   let last = 0;
@@ -159,102 +130,22 @@ function translateElement(element) {
   element.replaceChildren(...parts);
 }
 
-/** The name of a language in that language ("français", "العربية"), for the switcher. */
-function languageName(tag) {
-  try {
-    const name = new Intl.DisplayNames([tag], { type: "language" }).of(tag);
-    return name ? name.charAt(0).toLocaleUpperCase(tag) + name.slice(1) : tag;
-  } catch {
-    return tag;
-  }
-}
-
 let currentSurvey = null;
 let shownEntry = null;
 let lastSaid = null;
+/** languages.js, for a survey written in several languages (else the page stays in the one
+ * language the server rendered it in). */
+let languages = null;
 
-/** Show the page in `tag`: <html lang dir>, the survey's texts, the product's words, the
- * switcher. Answers already given stay (wire values never change with the language). */
+/** Show the page's fixed texts in `tag` (languages.js has set <html lang dir> and the survey's
+ * own texts): the product's words, the receipt and the status line. Answers already given stay
+ * (wire values never change with the language). */
 function applyLanguage(survey, tag) {
   language = tag;
-  document.documentElement.lang = tag;
-  document.documentElement.dir = RTL.has(primary(tag)) ? "rtl" : "ltr";
-  main.dataset.lang = tag;
-  const texts = surveyTexts(survey, tag);
   for (const element of document.querySelectorAll("[data-t]")) translateElement(element);
-  const title = document.querySelector('[data-text="title"]');
-  if (title) title.textContent = texts.title;
-  document.title = `${texts.title} · deniable`;
-  const description = document.querySelector('[data-text="description"]');
-  if (description) {
-    description.textContent = texts.description;
-    description.hidden = !texts.description;
-  }
-  for (const [id, words] of Object.entries(texts.questions)) {
-    const key = CSS.escape(id);
-    const text = document.querySelector(`[data-question-text="${key}"]`);
-    if (text) text.textContent = words.text;
-    for (const label of document.querySelectorAll(`[data-option="${key}"]`)) {
-      label.textContent = words.options[Number(label.dataset.index)] ?? label.textContent;
-    }
-    setOwnText(id, "data-hint", words.hint, "question-hint", "legend", "after");
-    setOwnText(id, "data-note", words.note, "note", null, "before");
-  }
-  const explained = Object.hasOwn(EXPLAINED, tag) ? EXPLAINED[tag] : null;
-  if (explained) {
-    for (const element of document.querySelectorAll("[data-explain]")) {
-      const text = explained.questions?.[element.dataset.explain];
-      if (typeof text === "string") element.textContent = text;
-    }
-    const totals = document.querySelector("[data-totals]");
-    if (totals && Array.isArray(explained.totals)) {
-      totals.replaceChildren(
-        ...explained.totals.map((line) => {
-          const paragraph = document.createElement("p");
-          paragraph.textContent = line;
-          return paragraph;
-        }),
-      );
-    }
-  }
-  const switcher = document.querySelector("[data-lang-switcher]");
-  if (switcher) {
-    const languages = surveyLanguages(survey);
-    switcher.replaceChildren(
-      ...languages.map((each) => {
-        const option = document.createElement("option");
-        option.value = each;
-        option.lang = each;
-        option.textContent = languageName(each);
-        return option;
-      }),
-    );
-    switcher.value = tag;
-    switcher.closest(".languages").hidden = languages.length < 2;
-  }
+  markdown?.showMarkdown();
   if (shownEntry) showReceipt(survey, shownEntry);
   if (lastSaid) say(lastSaid.msgid, lastSaid.args, { error: lastSaid.error });
-}
-
-/** A question's hint or note in the page's language (an element made when only a
- * translation has one, removed when the language has none). */
-function setOwnText(id, attribute, text, className, anchor, where) {
-  const item = document.querySelector(`[data-item="${CSS.escape(id)}"]`);
-  if (!item) return;
-  let element = item.querySelector(`[${attribute}]`);
-  if (!text) {
-    element?.remove();
-    return;
-  }
-  if (!element) {
-    element = document.createElement("p");
-    element.className = className;
-    element.setAttribute(attribute, id);
-    const fieldset = item.querySelector("fieldset");
-    if (where === "before") item.insertBefore(element, fieldset);
-    else fieldset.querySelector(anchor).after(element);
-  }
-  element.textContent = text;
 }
 
 /** Say `msgid` (a fixed text, translated, {placeholders} from `args`) in the status line; an
@@ -302,7 +193,6 @@ function showReceipt(survey, entry) {
         : `: ${entry.reason}`;
   }
   document.getElementById("receipt-status").textContent = STATUS_TEXT[entry.status]() + reason;
-  const texts = surveyTexts(survey, language);
   const list = document.getElementById("receipt-answers");
   list.replaceChildren(
     ...survey.questions
@@ -311,7 +201,7 @@ function showReceipt(survey, entry) {
         const item = document.createElement("li");
         const asked = inArm(question, entry.report.arms || {}); // a split ballot's arm
         const sent = shownAnswer(asked, entry.report.answers[question.id]);
-        item.textContent = `${texts.questions[question.id].text} → ${sent}`;
+        item.textContent = `${questionText(question)} → ${sent}`;
         return item;
       }),
   );
@@ -325,7 +215,8 @@ async function showSpent() {
   return spent;
 }
 
-/** The outbox's counts on the page: [data-waiting], [data-sent] and a sentence. */
+/** The outbox's counts on the page: [data-waiting], [data-sent], each in a sentence whose
+ * plural form follows its number (shown on a shared device, or while reports wait). */
 async function showCounts() {
   const { waiting, sent } = await outboxCounts(server, surveyId);
   const outbox = document.querySelector(".outbox");
@@ -333,7 +224,9 @@ async function showCounts() {
     const output = document.querySelector(selector);
     if (output) output.textContent = String(value);
   }
-  if (outbox) outbox.hidden = false;
+  if (!outbox) return;
+  for (const element of outbox.querySelectorAll("[data-t-plural]")) translateElement(element);
+  outbox.hidden = !shared && !waiting; // a personal page's receipt says what was sent
 }
 
 // ---------------------------------------------------------------------------------------
@@ -357,6 +250,7 @@ const PLAIN_VALUES = {
  * rule (conditions.js's relevantQuestions, Survey.relevant in Python) the aggregator's
  * ingestion checks too. The value of a question not asked is ignored there. */
 function askedQuestions(survey) {
+  if (!relevantQuestions) return survey.questions.map((question) => question.id); // no conditions
   const values = {};
   for (const question of survey.questions) {
     if (question.epsilon !== null) continue; // randomized: never read by a condition
@@ -401,16 +295,17 @@ function showArms(survey) {
     }
     notice.textContent = t(DIRECT_NOTICE);
     notice.hidden = arm !== "direct";
-    const explain = item.querySelector("[data-explain]");
-    if (explain) explain.hidden = arm === "direct";
+    const privacy = item.querySelector("[data-privacy]"); // how it would be randomized
+    if (privacy) privacy.hidden = arm === "direct";
   }
 }
 
 // How the page reads each kind of form control a question type asks with (deniable.js's
 // QUESTION_TYPES names it): the true answer, or an error saying what is missing.
+/** A question's text as the page shows it now (in the page's language). */
 function questionText(question) {
-  return surveyTexts(currentSurvey || { questions: [question] }, language).questions[question.id]
-    .text;
+  const shown = document.querySelector(`[data-question-text="${CSS.escape(question.id)}"]`);
+  return shown ? shown.textContent : question.text;
 }
 
 const CONTROLS = {
@@ -524,42 +419,11 @@ async function surveyToAnswer() {
   return pinned || published;
 }
 
-function showSharedMode() {
-  const note = document.querySelector("[data-shared-note]");
-  if (note) note.hidden = false;
-  const spent = document.getElementById("spent")?.closest("p");
-  if (spent) spent.hidden = true;
-  const invitation = form.querySelector("[data-invitation]");
-  if (invitation) invitation.hidden = false;
-}
-
 /** A personal page takes its invitation from the link (#invitation=CODE), not a typed field. */
 function hideTypedInvitation() {
   const invitation = form.querySelector("[data-invitation]");
   const label = invitation?.closest("label");
   if (label) label.hidden = true;
-}
-
-/** After one respondent's submit: only the thanks, the counts and the button for the next. */
-function showThanks() {
-  form.reset();
-  form.hidden = true;
-  document.getElementById("receipt").hidden = true;
-  const thanks = document.querySelector("[data-thanks]");
-  thanks.hidden = false;
-  thanks.querySelector("[data-next]")?.focus();
-}
-
-function nextRespondent(survey) {
-  form.reset();
-  showArms(survey);
-  updateAsked(survey);
-  say("");
-  document.querySelector("[data-thanks]").hidden = true;
-  form.hidden = false;
-  form.querySelector("button[type=submit]").disabled = false;
-  window.scrollTo(0, 0);
-  form.querySelector("input:not([type=hidden]):not(:disabled)")?.focus();
 }
 
 /** The survey document as the page carries it (for its languages before it is checked: the
@@ -572,17 +436,50 @@ function carriedSurvey() {
   }
 }
 
-/** Show the page in its language (?lang, the browser's, the survey's default) and let the
- * switcher change it. */
-function startLanguages(survey) {
+/** For a survey in several languages, languages.js shows the page in its language (?lang, the
+ * browser's, the survey's default) and lets the switcher change it. */
+async function startLanguages(survey) {
   if (!survey?.questions) return;
   currentSurvey = survey;
-  applyLanguage(survey, pickLanguage(survey));
-  const switcher = document.querySelector("[data-lang-switcher]");
-  switcher?.addEventListener("change", () => {
-    const chosen = matchLanguage(surveyLanguages(currentSurvey), switcher.value);
-    if (chosen) applyLanguage(currentSurvey, chosen);
-  });
+  const first = survey.language || "en";
+  if (!Object.keys(survey.translations || {}).some((tag) => tag !== first)) return;
+  languages = await import("./languages.js");
+  languages.start(survey, rendered, (tag) => applyLanguage(currentSurvey, tag));
+}
+
+/** relevantQuestions of conditions.js, for a survey with skip logic (else every question is
+ * asked), memo.js, for a survey that repeats questions across waves, and markdown.js, for a
+ * survey whose texts hold ODK's markdown. */
+let relevantQuestions = null;
+let memo = null;
+let markdown = null;
+/** shared-device.js, on a shared device. */
+let device = null;
+
+/** Whether any of the survey's texts, in any of its languages, may hold markdown. */
+function hasMarkdown(survey) {
+  const texts = [];
+  for (const words of [survey, ...Object.values(survey.translations || {})]) {
+    texts.push(words.title, words.description);
+    const questions = words === survey ? survey.questions : Object.values(words.questions || {});
+    for (const q of questions) texts.push(q.text, q.hint, q.note, ...(q.options || []));
+  }
+  return texts.some((text) => typeof text === "string" && /[*_\\\n]/.test(text));
+}
+
+/** Load the modules the survey needs besides deniable.js (before the service worker keeps the
+ * page's files, so that it keeps these too). */
+async function loadModules(survey) {
+  if (!survey?.questions) return;
+  if (survey.questions.some((question) => typeof question.relevant === "string")) {
+    ({ relevantQuestions } = await import("./conditions.js"));
+  }
+  if (survey.questions.some((question) => isLongitudinal(question))) {
+    memo = await import("./memo.js");
+  }
+  if (survey.relay) useRelay((await import("./ohttp.js")).relayAnswer); // docs/anonymity.md
+  if (hasMarkdown(survey)) markdown = await import("./markdown.js");
+  if (shared) device = await import("./shared-device.js");
 }
 
 /** Why this page refuses a survey that repeats questions across waves (docs/surveys.md#waves),
@@ -596,30 +493,11 @@ function refuseRepeated(survey) {
   return null;
 }
 
-/** Under each question asked in waves, both of its epsilons, before the respondent answers:
- * one report's and every wave's together (charged once per true answer). */
-function showWaves(survey) {
-  for (const question of survey.questions) {
-    if (!isLongitudinal(question)) continue;
-    const item = form.querySelector(`[data-item="${CSS.escape(question.id)}"]`);
-    if (!item) continue;
-    let note = item.querySelector("[data-waves-note]");
-    if (!note) {
-      note = document.createElement("p");
-      note.className = "plain waves-note";
-      note.dataset.wavesNote = "";
-      (item.querySelector("fieldset") || item).append(note);
-    }
-    const { epsilon_perm: perm, epsilon_1: one } = question.longitudinal;
-    note.textContent = t(
-      "Asked again in later waves: one report reveals at most epsilon {one}; every wave together at most {perm} for each true answer, charged once on this browser (again if your answer changes).",
-      { one, perm },
-    );
-  }
-}
-
 async function start() {
-  startLanguages(carriedSurvey());
+  const carriedDocument = carriedSurvey();
+  await loadModules(carriedDocument);
+  await startLanguages(carriedDocument);
+  markdown?.showMarkdown();
   if (!(await supported())) {
     say(
       "This browser cannot answer this survey safely: it lacks Ed25519 signatures in WebCrypto or IndexedDB storage. Nothing was sent. Use a current browser, or the deniable command-line tool.",
@@ -646,10 +524,10 @@ async function start() {
   }
   if (survey !== currentSurvey) {
     currentSurvey = survey;
-    applyLanguage(survey, language);
+    if (languages) languages.show(survey, language);
+    else applyLanguage(survey, language);
   }
   showArms(survey);
-  showWaves(survey);
   let asked = updateAsked(survey);
   form.addEventListener("input", () => {
     asked = updateAsked(survey);
@@ -667,10 +545,14 @@ async function start() {
   await showCounts();
   const button = form.querySelector("button[type=submit]");
   if (shared) {
-    showSharedMode();
-    document
-      .querySelector("[data-next]")
-      ?.addEventListener("click", () => nextRespondent(survey));
+    device.showSharedMode(form);
+    document.querySelector("[data-next]")?.addEventListener("click", () =>
+      device.nextRespondent(form, () => {
+        showArms(survey);
+        updateAsked(survey);
+        say("");
+      }),
+    );
   } else {
     hideTypedInvitation();
     const spent = await showSpent();
@@ -697,7 +579,7 @@ async function start() {
       if (shared) {
         // The true answers live only in this call: read, randomized and signed, then the form
         // is cleared; the page keeps no reference to them, nor to the noisy report.
-        const sent = answerShared(server, survey, hash, truthFromForm(survey, asked), {
+        const sent = device.answerShared(server, survey, hash, truthFromForm(survey, asked), {
           invitation: invitationCode(),
           asked,
           arms,
@@ -705,7 +587,7 @@ async function start() {
         await sent;
         say("");
         showNetwork();
-        showThanks();
+        device.showThanks(form);
       } else {
         const done = await answer(server, survey, hash, truthFromForm(survey, asked), {
           cap,

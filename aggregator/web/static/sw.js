@@ -3,7 +3,10 @@
 // one online visit: network first (an online visit always gets the current files), the cache
 // when there is no network. Its Background Sync handler sends the outbox (deniable.js, the same
 // code and the same one-sender lock as the page) when the network comes back.
-import { resendQueued } from "./deniable.js";
+import { resendQueued, useRelay } from "./deniable.js";
+import { relayAnswer } from "./ohttp.js";
+
+useRelay(relayAnswer); // a worker cannot load a module later: reports through a relay need it now
 
 const CACHE = "deniable-page-v1";
 const SYNC_TAG = "deniable-outbox";
@@ -12,7 +15,7 @@ self.addEventListener("install", () => self.skipWaiting());
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 
 /** The page's own files, wherever they are served from (/static/ or next to an export). */
-const FILES = /\/(deniable\.js|conditions\.js|memo\.js|respond\.js|respond\.css|sw\.js)$/;
+const FILES = /\/(deniable\.js|ohttp\.js|conditions\.js|memo\.js|languages\.js|markdown\.js|shared-device\.js|respond\.js|respond\.css|sw\.js)$/;
 
 /** Whether a request is one the page needs offline: a GET of the page (under this worker's
  * scope) or of its files on this origin, or of a survey document (the aggregator's, perhaps on

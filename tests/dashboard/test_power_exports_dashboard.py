@@ -86,7 +86,9 @@ def test_downloads_are_the_services_files(app: Flask, researcher: FlaskClient, t
     assert script.status_code == 200 and script.get_data(as_text=True) == served
     refused = researcher.get("/surveys/habits/analysis.R?formula=smokes+~+party")
     assert refused.status_code == 422
-    assert "is randomized, so its true answer is unknown per report" in refused.get_data(as_text=True)
+    assert "is randomized, so its true answer is unknown per report" in refused.get_data(
+        as_text=True
+    )
 
 
 def test_downloads_need_a_login(client: FlaskClient) -> None:

@@ -50,8 +50,8 @@ from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.store import NewReport
 from deniable.aggregator.store.sqlite import SQLiteStore
 from deniable.shared import Survey
-from deniable.shared.canonical import canonical_json
-from deniable.shared.report import body_pattern, parse_json
+from deniable.shared.canonical import canonical_json, parse_json
+from deniable.shared.report import body_pattern
 
 DOC = {
     "id": "bench",

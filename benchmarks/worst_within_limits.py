@@ -11,9 +11,9 @@ importing or analysing each, in a child process of its own.
 - text "rappor beyond its bits": three rappor questions of 1,000 candidates (32 bits, 32
   hashes, 32 cohorts: more candidates than Bloom bits, so every results request runs the
   selection) and 50 candidates asked for, 6.5 M decoder cells of the 8 M allowed.
-- text "cms, 100 questions": 100 cms questions of 1,024 hash functions, 22 candidates and the 50
-  asked for (7.9 M
-  decoder cells): the most hashing one results request may ask for.
+- text "cms, 100 questions" and "hcms, 100 questions": 100 questions of 1,024 hash functions
+  and 2 columns, 22 candidates and the 50 asked for (7.9 M decoder cells): the most hashing one
+  results request may ask for.
 
 Respondents of the text surveys send uniformly random bits (any respondent may: the bits are
 noise to the aggregator), signed as any report is. Each child prints its seconds and VmHWM
@@ -96,8 +96,8 @@ def text_survey(kind: str) -> dict[str, Any]:
     if kind == "rappor":
         params = {"k": 32, "h": 32, "m": 32, "f": "1/2", "p": "1/2", "q": "3/4"}
         shape = [("rappor", params, 1000)] * 3
-    else:
-        shape = [("cms", {"k": 1024, "m": 2}, 22)] * 100
+    else:  # cms or hcms
+        shape = [(kind, {"k": 1024, "m": 2}, 22)] * 100
     questions = []
     for i, (mechanism, params, count) in enumerate(shape):
         question: dict[str, Any] = {
@@ -133,6 +133,8 @@ def hostile_reports(doc: dict[str, Any], count: int, seed: int) -> list[dict[str
             if sketch.name == "rappor":
                 bits = "".join(rng.choice("01") for _ in range(sketch.k))
                 answers[qid] = [rng.randrange(sketch.m), bits]
+            elif sketch.name == "hcms":
+                answers[qid] = [rng.randrange(sketch.k), rng.randrange(sketch.m), rng.randrange(2)]
             else:
                 bits = "".join(rng.choice("01") for _ in range(sketch.m))
                 answers[qid] = [rng.randrange(sketch.k), bits]
@@ -205,6 +207,7 @@ def main() -> None:
         "xlsform: 7 languages of shared strings": shared_strings_form,
         "text: rappor beyond its bits (3 questions)": lambda: _text("rappor", args.reports),
         "text: cms, 100 questions of k 1024": lambda: _text("cms", args.reports),
+        "text: hcms, 100 questions of k 1024": lambda: _text("hcms", args.reports),
     }
     print(f"{'case':46} {'input KiB':>9} {'time s':>7} {'peak MiB':>9} {'at start':>9}  outcome")
     for name, build in cases.items():

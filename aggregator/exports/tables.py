@@ -120,21 +120,32 @@ def variable_names(qids: Sequence[str]) -> dict[str, str]:
     'q', at most 32 characters, reserved words and repeats get a suffix."""
     names: dict[str, str] = {}
     taken: set[str] = set()
+    #: The last suffix each base (without case) was given: the ones before it were taken or
+    #: reserved then and still are, so the next of that base starts there (ids sharing their
+    #: first 32 characters, 25,600 option columns, once took minutes trying them all again).
+    last: dict[str, int] = {}
     for qid in qids:
         base = qid.replace("-", "_")
         if not base[0].isalpha():
             base = "q" + base
         base = base[:STATA_NAME]
-        name, k = base, 1
+        k = last.get(base.casefold(), 1)
+        name = base if k == 1 else _suffixed(base, k)
         # Each turn tries a new suffix, and only finitely many names are taken or reserved: the
         # loop always ends (a suffixed name is never a storage type such as str80).
         while name.casefold() in taken or _reserved(name):
             k += 1
-            suffix = f"_{k}"
-            name = base[: STATA_NAME - len(suffix)] + suffix
+            name = _suffixed(base, k)
         names[qid] = name
         taken.add(name.casefold())
+        last[base.casefold()] = k
     return names
+
+
+def _suffixed(base: str, k: int) -> str:
+    """`base` with the suffix `_k`, cut to fit STATA_NAME."""
+    suffix = f"_{k}"
+    return base[: STATA_NAME - len(suffix)] + suffix
 
 
 def _short(text: str, limit: int) -> str:

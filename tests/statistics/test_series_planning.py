@@ -104,7 +104,7 @@ def test_plan_series():
         (lambda: protocol_for("l-grr", 3, 1.0, 2.0), "epsilon_1: must be below"),
         (lambda: plan_series(2, 2.0, 1.0, margin=0), "margin: expected a positive"),
         (lambda: plan_series(2, 2.0, 1.0, margin=float("nan")), "margin"),
-        (lambda: plan_series(2, 2.0, 1.0, margin=1e-9), "needs more than"),
+        (lambda: plan_series(2, 2.0, 1.0, margin=1e-9), "would need more than"),
         (lambda: plan_series(2, 2.0, 1.0, confidence=1.0), "confidence"),
         (lambda: plan_series(2, 2.0, 1.0, trend_margin=0.1), "a trend margin needs"),
         (lambda: trend_factor(1), "waves: expected"),

@@ -287,9 +287,9 @@ def show(store: Store, survey: Survey, repeats: int, title: str) -> None:
 
 
 def pattern_rows(store: Store) -> str:
-    """How many rows hold the survey's answer patterns (PostgreSQL: shard rows)."""
+    """How many rows hold the counts of the survey's answer patterns (PostgreSQL's shards)."""
     with store._query() as conn:  # a benchmark's look inside
-        return f"{store._run(conn, 'SELECT count(*) FROM answer_patterns').fetchone()[0]:,}"
+        return f"{store._run(conn, 'SELECT count(*) FROM pattern_shards').fetchone()[0]:,}"
 
 
 # -- ingestion with and without the counts -----------------------------------------------------

@@ -7,17 +7,25 @@ its survey: every module by Subresource Integrity (sha384: `integrity=` on the s
 stylesheet, and the import map's `integrity` for the module others import), the survey by its
 resolved document and hash in a script data block, and it names the one aggregator it talks to.
 
+The page speaks to respondents (docs/respondents.md): per question one plain sentence, the
+plain-words explanation (probabilities, epsilon, "times surer") in a collapsed `<details>`, the
+privacy budget and the code's hash with `verify-page` in collapsed details of their own.
+
 The DOM the page's JavaScript reads (static/respond.js):
 `<main id="main" data-survey data-survey-hash data-aggregator data-cap data-epsilon data-device
 data-service-worker data-lang>`, `<script type="application/json" id="pinned-survey">`, the
 product's words in each of the survey's languages (`<script type="application/json"
-id="page-messages">`: `{tag: {msgid: text}}`), the language switcher `[data-lang-switcher]`,
-the texts it rewrites (`[data-t]` with `data-t-args`: a fixed text by its English msgid;
-`[data-text]`, `[data-question-text]`, `[data-option]`, `[data-hint]`, `[data-note]`: the
+id="page-messages">`: `{tag: {msgid: text}}`) and their plural forms (`id="page-plurals"`),
+the other languages' explanations (`id="page-explanations"`), the language switcher
+`[data-lang-switcher]`, the texts it rewrites (`[data-t]` with `data-t-args`: a fixed text by
+its English msgid, and `data-t-plural`, `data-t-count` for a count; `[data-text]`,
+`[data-question-text]`, `[data-option]`, `[data-hint]`, `[data-note]`, `[data-explain]`: the
 survey's own texts), each question's `[data-item]` (hidden when its `relevant` condition is
-false), and the hidden `[data-thanks]`, `[data-next]`, `[data-waiting]`, `[data-sent]`,
-`[data-shared-note]` and `[data-invitation]` elements of the shared-device mode
-(docs/fieldwork.md, docs/surveys.md).
+false) and `[data-privacy]` (hidden for a split ballot's direct arm), and the hidden
+`[data-thanks]`, `[data-next]`, `[data-waiting]`, `[data-sent]`, `[data-shared-note]` and
+`[data-invitation]` elements of the shared-device mode (docs/fieldwork.md, docs/surveys.md).
+A page in one language carries no `data-t` on its fixed texts but its counts' (nothing
+rewrites them), nor `data-index` on its options.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from flask.cli import AppGroup
 from deniable.aggregator import accounts, forms, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import CLIError, friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.refusals import survey_or_404
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.web.db import existing_store, get_store, survey_cache
@@ -80,9 +81,9 @@ def import_command(
         imported = forms.read_xlsform(data, filename=form.name, drop_unsupported=drop_unsupported)
     except forms.XLSFormError as exc:
         for notice in exc.notices:
-            click.echo(f"note: {notice}", err=True)
+            click.echo(f"note: {shown(notice)}", err=True)
         for problem in exc.problems:
-            click.echo(f"error: {form}: {problem}", err=True)
+            click.echo(f"error: {form}: {shown(problem)}", err=True)
         count = len(exc.problems)
         raise CLIError(
             f"{form}: {count} problem{'s' if count != 1 else ''}; nothing was created"
@@ -90,7 +91,7 @@ def import_command(
     doc = imported.document
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     for notice in imported.notices:
-        click.echo(f"note: {notice}", err=True)
+        click.echo(f"note: {shown(notice)}", err=True)
     if dry_run:
         try:
             survey = Survey.from_dict(doc)
@@ -98,7 +99,7 @@ def import_command(
         except SurveyError as exc:
             raise CLIError(f"{form}: {exc}") from None
         for notice in surveys.language_notices_of(survey.to_dict()):
-            click.echo(f"note: {notice}", err=True)
+            click.echo(f"note: {shown(notice)}", err=True)
         click.echo(f"dry run: survey {doc['id']!r} would be created; nothing was", err=True)
         return
     if not create:
@@ -115,7 +116,7 @@ def import_command(
     if owner is not None:
         accounts.grant(store, OPERATOR, record.id, owner, "owner")
     for notice in surveys.language_notices(record):
-        click.echo(f"note: {notice}", err=True)
+        click.echo(f"note: {shown(notice)}", err=True)
     if new:
         click.echo(f"created survey {record.id!r}", err=True)
     else:

@@ -39,6 +39,13 @@ MAX_XLS_CELLS = 200_000
 #: BIFF records of one cell each (NUMBER, RK, LABELSST, LABEL, BOOLERR, FORMULA, RSTRING...).
 _CELL_RECORDS = frozenset({0x0203, 0x027E, 0x00FD, 0x0204, 0x0205, 0x0006, 0x0406, 0x00D6})
 _MULRK = 0x00BD  # several RK cells: a column pair, then 6 bytes a cell
+_HLINK = 0x01B8  # a hyperlink over a range of cells
+#: XF, FORMAT, FONT and NAME records: xlrd builds an object for each.
+_FORMAT_RECORDS = frozenset({0x00E0, 0x041E, 0x0031, 0x0231, 0x0018})
+#: Hyperlinks an .xls XLSForm may hold (xlrd builds a long string for each).
+MAX_XLS_LINKS = 100
+#: Cell formats, fonts and names an .xls XLSForm may hold (as MAX_CELL_FORMATS for .xlsx).
+MAX_XLS_FORMATS = 64_000
 
 
 def is_xls(data: bytes) -> bool:
@@ -110,17 +117,33 @@ def _count_cells(book: Any) -> None:
     """XLSFormError when the workbook's stream holds more than MAX_XLS_CELLS cells, counted from
     its record headers alone (a linear pass over at most MAX_FORM_BYTES)."""
     mem, position, end = book.mem, book.base, book.base + book.stream_len
-    cells = 0
+    cells = links = linked = formats = 0
     while position + 4 <= end:
         code, length = struct.unpack_from("<HH", mem, position)
         if code in _CELL_RECORDS:
             cells += 1
         elif code == _MULRK and length >= 6:
             cells += (length - 6) // 6
-        if cells > MAX_XLS_CELLS:
+        elif code == _HLINK:
+            # xlrd keeps an entry per cell of a hyperlink's range, and a long string per link.
+            links += 1
+            if length >= 8 and position + 12 <= end:
+                first_row, last_row, first_col, last_col = struct.unpack_from(
+                    "<HHHH", mem, position + 4
+                )
+                linked += max(0, last_row - first_row + 1) * max(0, last_col - first_col + 1)
+        elif code in _FORMAT_RECORDS:
+            formats += 1
+        if cells > MAX_XLS_CELLS or linked > MAX_XLS_CELLS:
             raise XLSFormError(
                 f"the workbook holds more than {MAX_XLS_CELLS:,} cells; an XLSForm of 100 "
                 "questions of 256 options holds fewer (docs/xlsform.md#limits)"
+            )
+        if links > MAX_XLS_LINKS or formats > MAX_XLS_FORMATS:
+            raise XLSFormError(
+                f"the workbook holds more than {MAX_XLS_LINKS} hyperlinks or "
+                f"{MAX_XLS_FORMATS:,} cell formats, which no XLSForm needs; save it again as "
+                ".xlsx (docs/xlsform.md#limits)"
             )
         position += 4 + length
 

@@ -48,6 +48,9 @@ MAX_CELL_ELEMENTS = 200
 MAX_CELL_CHARS = MAX_TEXT
 #: Cell formats in the stylesheet: Excel's own maximum.
 MAX_CELL_FORMATS = 64_000
+#: Sheets in the workbook: a sheet is a file of the zip (at most 200 of them), and openpyxl
+#: parses each listed sheet's XML as it opens the workbook.
+MAX_SHEETS = 200
 #: Entries in the lists openpyxl reads whole (the package's files and relationships, the
 #: workbook's sheets): a workbook of 200 files lists a few hundred.
 MAX_LIST_ELEMENTS = 10_000
@@ -218,15 +221,27 @@ def guard(
         kind, target = links.get(rid, ("", ""))
         if kind == _WORKSHEET and target in members:  # openpyxl skips a sheet with no part
             listed.append((name, target))  # (charts are left out, so skipped too)
-    read = {target for name, target in listed if reads(name, len(listed))}  # asked of each
+    if len(listed) > MAX_SHEETS:
+        raise PartError(
+            f"the workbook lists more than {MAX_SHEETS} sheets; an XLSForm needs three: copy "
+            "the survey, choices and settings sheets into a new workbook (docs/xlsform.md#limits)"
+        )
+    read = [reads(name, len(listed)) for name, _ in listed]  # asked of each, in order
     paths: dict[str, str] = {}  # a sheet's part -> its path here (one part, one path)
-    for index, (name, target) in enumerate(listed, start=1):
-        if target in paths:
-            continue
-        paths[target] = path = f"xl/worksheets/sheet{index}.xml"
-        if target not in read:
+    names: list[tuple[str, str]] = []  # each sheet's name and path here
+    for index, ((name, target), reading) in enumerate(zip(listed, read, strict=True), start=1):
+        # openpyxl parses a sheet's XML for each listing (its dimensions): a sheet not read
+        # is an empty part of its own, never another's.
+        path = f"xl/worksheets/sheet{index}.xml"
+        if not reading:
             parts[path] = _EMPTY_SHEET
+            names.append((name, path))
             continue
+        if target in paths:
+            names.append((name, paths[target]))
+            continue
+        paths[target] = path
+        names.append((name, path))
         sheet = Sheet(name, target)
         stream = _Worksheet(
             target,
@@ -249,7 +264,6 @@ def guard(
         styles.run(members[_STYLES])
         if styles.is_stylesheet:
             parts[_STYLES] = styles.minimal()
-    names = [(name, paths[target]) for name, target in listed]
     parts[_CONTENT_TYPES_PART] = _content_types(parts)
     parts[_WORKBOOK_RELS_PART] = _workbook_relationships([path for _, path in names])
     parts[_WORKBOOK_PART] = book.minimal([name for name, _ in names])

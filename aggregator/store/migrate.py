@@ -31,7 +31,8 @@ COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("tallies", ("survey_id", "question_id", "option_index", "support")),
     ("purged_tallies", ("survey_id", "question_id", "option_index", "support")),
-    ("answer_patterns", ("survey_id", "digest", "pattern", "reports")),
+    ("answer_patterns", ("survey_id", "digest", "pattern")),
+    ("pattern_shards", ("survey_id", "digest", "reports")),
     ("reports", ("seq", "report_id", "survey_id", "public_key", "body", "received_hour")),
     ("accounts", ("id", "name", "admin", "created_at")),
     (
@@ -54,11 +55,11 @@ COPIED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("enrollments", ("survey_id", "public_key")),
 )
 
-#: Tables read from SQLite by a query of their own: the answer patterns with their counts,
-#: which SQLite keeps in two tables (store/sqlite.py) and PostgreSQL in one.
+#: Tables read from SQLite by a query of their own: the answer patterns' counts, which SQLite
+#: keys by the pattern's id (store/sqlite.py) and PostgreSQL by its survey and digest.
 SOURCES: dict[str, str] = {
-    "answer_patterns": "SELECT p.survey_id, p.digest, p.pattern, c.reports FROM answer_patterns p "
-    "JOIN pattern_counts c ON c.pattern = p.id WHERE c.reports > 0",
+    "pattern_shards": "SELECT p.survey_id, p.digest, c.reports FROM answer_patterns p "
+    "JOIN pattern_counts c ON c.pattern = p.id",
 }
 
 #: The copied columns PostgreSQL numbers itself (identity columns): each sequence is moved

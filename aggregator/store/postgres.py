@@ -266,28 +266,40 @@ def _count_stored_patterns(conn: psycopg.Connection) -> None:
 
 
 def _insert_patterns(conn: psycopg.Connection, survey_id: str, patterns: Mapping[str, int]) -> None:
-    """Rows (shard 0) for the survey's patterns that have reports."""
+    """The survey's patterns that have reports, and their counts (in shard 0)."""
+    rows = [(survey_id, pattern_digest(p), p, n) for p, n in sorted(patterns.items()) if n > 0]
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO answer_patterns (survey_id, digest, pattern, reports) "
-            "VALUES (%s, %s, %s::jsonb, %s)",
-            [(survey_id, pattern_digest(p), p, n) for p, n in sorted(patterns.items()) if n > 0],
+            "INSERT INTO answer_patterns (survey_id, digest, pattern) VALUES (%s, %s, %s::jsonb)",
+            [row[:3] for row in rows],
+        )
+        cur.executemany(
+            "INSERT INTO pattern_shards (survey_id, digest, reports) VALUES (%s, %s, %s)",
+            [(sid, digest, n) for sid, digest, _, n in rows],
         )
 
 
-# Answer patterns (shared/report.py), counted in the report transaction: like the tallies,
-# each transaction adds to one of SHARDS rows per pattern (its shard), so writers of one survey
-# do not queue on its common patterns; reads add the shards up, and `fold_patterns` folds
-# them into shard 0 now and then. A pattern is kept as jsonb, so that reads take answers out
-# of it without parsing text. The function gains the reports' patterns: per report the number
-# of its pattern among the distinct ones of the call (NULL: not counted), and those patterns
-# with their digests.
+# Answer patterns (shared/report.py), counted in the report transaction. Each distinct pattern
+# of a survey is a row of answer_patterns, written once (as jsonb, so that reads take answers
+# out of it without parsing text); its count is in narrow rows of pattern_shards: like the
+# tallies, each transaction adds to one of SHARDS rows per pattern (its shard), so writers of
+# one survey do not queue on its common patterns; reads add the shards up, and
+# `fold_patterns` folds them into shard 0 now and then. A batch rewrites only count rows, not
+# the patterns' text. The function gains the reports' patterns: per report the number of its
+# pattern among the distinct ones of the call (NULL: not counted), and those patterns with
+# their digests.
 _SCHEMA_7 = (
     """CREATE TABLE answer_patterns (
         survey_id text NOT NULL REFERENCES surveys (id),
         digest bytea NOT NULL,
-        shard smallint NOT NULL DEFAULT 0,
         pattern jsonb NOT NULL,
+        PRIMARY KEY (survey_id, digest))""",
+    # (survey_id, digest): an answer_patterns row (no foreign key: checking it would cost every
+    # increment; a pattern's rows go together, under the survey's lock)
+    """CREATE TABLE pattern_shards (
+        survey_id text NOT NULL,
+        digest bytea NOT NULL,
+        shard smallint NOT NULL DEFAULT 0,
         reports bigint NOT NULL,
         PRIMARY KEY (survey_id, digest, shard))""",
     _count_stored_patterns,
@@ -301,15 +313,24 @@ _SCHEMA_7 = (
     )
     .replace(
         "        IF false = ANY(inserted) THEN",
-        """        INSERT INTO answer_patterns (survey_id, digest, shard, pattern, reports)
-        SELECT p_surveys[r], p_digests[p_pattern[r]], p_shard, p_patterns[p_pattern[r]]::jsonb,
-               count(*)
+        """        -- A new pattern's text, once (a known one is found by its key, not parsed again).
+        INSERT INTO answer_patterns (survey_id, digest, pattern)
+        SELECT b.s, p_digests[b.k], p_patterns[b.k]::jsonb
+          FROM (SELECT DISTINCT p_surveys[r] AS s, p_pattern[r] AS k
+                  FROM generate_series(1, n) AS r
+                 WHERE inserted[r] AND p_pattern[r] IS NOT NULL) b
+         WHERE NOT EXISTS (SELECT 1 FROM answer_patterns a
+                            WHERE a.survey_id = b.s AND a.digest = p_digests[b.k])
+         ORDER BY b.s COLLATE "C", p_digests[b.k]
+        ON CONFLICT DO NOTHING;
+        INSERT INTO pattern_shards (survey_id, digest, shard, reports)
+        SELECT p_surveys[r], p_digests[p_pattern[r]], p_shard, count(*)
           FROM generate_series(1, n) AS r
          WHERE inserted[r] AND p_pattern[r] IS NOT NULL
          GROUP BY p_surveys[r], p_pattern[r]
          ORDER BY p_surveys[r] COLLATE "C", p_digests[p_pattern[r]]
         ON CONFLICT (survey_id, digest, shard)
-        DO UPDATE SET reports = answer_patterns.reports + excluded.reports;
+        DO UPDATE SET reports = pattern_shards.reports + excluded.reports;
         IF false = ANY(inserted) THEN""",
     ),
 )
@@ -353,24 +374,24 @@ _ADD_REPORTS = (
 )
 #: A survey's answer patterns with their reports, the shards added up.
 _PATTERNS = (
-    "SELECT pattern, sum(reports)::bigint FROM answer_patterns WHERE survey_id = %s "
-    "GROUP BY digest, pattern HAVING sum(reports) > 0"
+    "SELECT a.pattern, s.reports FROM (SELECT digest, sum(reports)::bigint AS reports "
+    "FROM pattern_shards WHERE survey_id = %(s)s GROUP BY digest HAVING sum(reports) > 0) s "
+    "JOIN answer_patterns a ON a.survey_id = %(s)s AND a.digest = s.digest"
 )
 #: Fold a survey's pattern shards into shard 0 (see fold_patterns). The rows are locked in
 #: digest order, as every report transaction locks its own, so neither waits on the other in
 #: a cycle; a row a writer adds meanwhile stays for the next fold.
 _FOLD = """
     WITH moved AS (
-        DELETE FROM answer_patterns WHERE (survey_id, digest, shard) IN (
-            SELECT survey_id, digest, shard FROM answer_patterns
+        DELETE FROM pattern_shards WHERE (survey_id, digest, shard) IN (
+            SELECT survey_id, digest, shard FROM pattern_shards
              WHERE survey_id = %(s)s AND shard <> 0
              ORDER BY digest, shard FOR UPDATE)
-        RETURNING digest, pattern, reports)
-    INSERT INTO answer_patterns (survey_id, digest, shard, pattern, reports)
-    SELECT %(s)s, digest, 0, pattern, sum(reports) FROM moved
-     GROUP BY digest, pattern ORDER BY digest
+        RETURNING digest, reports)
+    INSERT INTO pattern_shards (survey_id, digest, shard, reports)
+    SELECT %(s)s, digest, 0, sum(reports) FROM moved GROUP BY digest ORDER BY digest
     ON CONFLICT (survey_id, digest, shard)
-    DO UPDATE SET reports = answer_patterns.reports + excluded.reports
+    DO UPDATE SET reports = pattern_shards.reports + excluded.reports
 """
 #: Attempts at a report transaction that PostgreSQL aborts as a deadlock (possible only between
 #: batches holding the same reports in different orders); the outcome of a retry is the same.
@@ -663,20 +684,22 @@ class PostgresStore(SQLStore):
         self, survey_id: str, question_ids: Sequence[str]
     ) -> Iterator[tuple[tuple[Any, ...], int]]:
         columns = sql.SQL(", ").join(
-            sql.SQL("(pattern -> 'arms' -> {})").format(sql.Literal(qid[len(ARM_PREFIX) :]))
+            sql.SQL("(a.pattern -> 'arms' -> {})").format(sql.Literal(qid[len(ARM_PREFIX) :]))
             if qid.startswith(ARM_PREFIX)  # a split ballot's arm (stats/analyze.py)
-            else sql.SQL("(pattern -> 'answers' -> {})").format(sql.Literal(qid))
+            else sql.SQL("(a.pattern -> 'answers' -> {})").format(sql.Literal(qid))
             for qid in question_ids
         )
-        # Every shard row of a pattern holds the pattern: grouping by the answers sums them.
+        # The shards added up per pattern, then grouped by the answers asked for.
         query = sql.SQL(
-            "SELECT {columns}, sum(reports)::bigint FROM answer_patterns "
-            "WHERE survey_id = %s GROUP BY {columns}"
+            "SELECT {columns}, sum(s.reports)::bigint FROM (SELECT digest, sum(reports) AS "
+            "reports FROM pattern_shards WHERE survey_id = %(s)s GROUP BY digest) s "
+            "JOIN answer_patterns a ON a.survey_id = %(s)s AND a.digest = s.digest "
+            "GROUP BY {columns}"
         ).format(columns=columns)
         # A server-side cursor: rows come over as the caller reads them, ITERSIZE at a time.
         with self._tx(snapshot=True) as conn, conn.cursor(name="answer_counts") as cursor:
             cursor.itersize = ANSWER_ROWS_AT_ONCE
-            cursor.execute(query, (survey_id,))
+            cursor.execute(query, {"s": survey_id})
             for row in cursor:
                 yield tuple(row[:-1]), row[-1]
 
@@ -684,12 +707,14 @@ class PostgresStore(SQLStore):
         # jsonb writes its own text: the pattern's canonical JSON is made again from its value.
         return {
             canonical_json(pattern).decode("utf-8"): n
-            for pattern, n in conn.execute(_PATTERNS, (survey_id,))
+            for pattern, n in conn.execute(_PATTERNS, {"s": survey_id})
         }
 
     def _replace_patterns(
         self, conn: psycopg.Connection, survey_id: str, patterns: Mapping[str, int]
     ) -> None:
+        # Under the survey's lock: a pattern no kept report has goes, text and all.
+        conn.execute("DELETE FROM pattern_shards WHERE survey_id = %s", (survey_id,))
         conn.execute("DELETE FROM answer_patterns WHERE survey_id = %s", (survey_id,))
         _insert_patterns(conn, survey_id, patterns)
 
@@ -705,7 +730,7 @@ class PostgresStore(SQLStore):
             ).fetchone()[0]:
                 return False
             rows, distinct = conn.execute(
-                "SELECT count(*), count(DISTINCT digest) FROM answer_patterns WHERE survey_id = %s",
+                "SELECT count(*), count(DISTINCT digest) FROM pattern_shards WHERE survey_id = %s",
                 (survey_id,),
             ).fetchone()
             if rows < at * distinct or rows == distinct:
@@ -757,6 +782,7 @@ TABLES: tuple[str, ...] = (
     "tally_shards",
     "count_shards",
     "answer_patterns",
+    "pattern_shards",
     "reports",
     "accounts",
     "tokens",

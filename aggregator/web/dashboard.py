@@ -491,7 +491,9 @@ def _followed_charts(doc: Any, confidence: float) -> list[dict[str, Any]]:
                 scale = scale or scale_of(entry)
                 for o in entry["options"]:
                     if str(o["option"]) == str(option):
-                        points.append({"wave": wave["wave"], **o})
+                        # As every table shows it: the estimate within its interval and range.
+                        shown = shown_row(o, int(entry.get("n") or 0), scale.low, scale.high)
+                        points.append({"wave": wave["wave"], **o, **_interval_of(shown)})
         title = f"{qid} = {option}"
         out.append(
             {
@@ -506,6 +508,11 @@ def _followed_charts(doc: Any, confidence: float) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _interval_of(shown: dict[str, Any]) -> dict[str, Any]:
+    """A shown row's estimate and interval (shown_row: each inside the other and the range)."""
+    return {key: shown[key] for key in ("estimate", "ci_low", "ci_high")}
 
 
 def _survey_nav(survey_id: str) -> dict[str, Any]:

@@ -104,7 +104,7 @@ class Gateway:
 
     def __init__(self, app: Flask, wsgi_app: WSGIApp):
         self.app = app
-        self.inner = wsgi_app
+        self.wsgi_app = wsgi_app
         self.keys = _Keys()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -112,7 +112,7 @@ class Gateway:
         if path == KEYS_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
             return self._respond(self._key_configs, environ, start_response)
         if path != GATEWAY_PATH:
-            return self.inner(environ, start_response)
+            return self.wsgi_app(environ, start_response)
         if environ.get("REQUEST_METHOD") != "POST":
             refusal = problems.problem_response(
                 405, "POST an encapsulated request (message/ohttp-req)"

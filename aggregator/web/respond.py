@@ -6,8 +6,10 @@ as deniable.client); the server never sees a true answer. It is rendered by the 
 exported one behave the same: the questions and their plain-words explanations
 (shared/explain.py, the text of `deniable explain`), the modules pinned by Subresource
 Integrity, the survey pinned by its hash. No cookies, no inline script but the import map
-(allowed by its hash), nothing from another origin. The service worker is served at /s/sw.js,
-so that its scope covers every /s/ page (docs/fieldwork.md).
+(allowed by its hash), nothing from another origin. The page's files are served at versioned
+URLs, /static/v/<version>/<name> (the version a hash of their integrity values), cacheable for
+a year; the service worker is served at /s/sw.js, so that its scope covers every /s/ page
+(docs/fieldwork.md).
 """
 
 from __future__ import annotations

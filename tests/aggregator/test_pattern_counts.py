@@ -349,7 +349,7 @@ def test_a_purge_takes_its_reports_patterns_and_verify_checks_and_repairs_them(
         "UPDATE pattern_counts SET reports = reports + 5 WHERE pattern IN "
         "(SELECT id FROM answer_patterns WHERE survey_id = ?)"
         if isinstance(store, SQLiteStore)
-        else "UPDATE answer_patterns SET reports = reports + 5 WHERE survey_id = ?"
+        else "UPDATE pattern_shards SET reports = reports + 5 WHERE survey_id = ?"
     )
     with store._write() as conn:
         store._run(conn, counts, (survey.id,))

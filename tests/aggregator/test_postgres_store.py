@@ -328,7 +328,7 @@ def test_pattern_shards_fold_beside_writers_and_every_count_stays(url):
     assert store.pattern_counts("s") == {pattern(0): 120, pattern(1): 120}
     store.fold_patterns("s", at=1.0)  # any shard row left
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT count(*) FROM answer_patterns").fetchone()[0]
+        rows = conn.execute("SELECT count(*) FROM pattern_shards").fetchone()[0]
     assert rows == 2  # one row a pattern once folded
     assert store.answer_counts("s", ["q"]) == {(0,): 120, (1,): 120}
     assert store.tallies("s") == (240, {"q": [120, 120]})

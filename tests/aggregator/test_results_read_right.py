@@ -148,6 +148,7 @@ def test_cuts_band_a_plain_integer_offline() -> None:
     ("by", "cuts", "words"),
     [
         ("age", (10,), "each cut must be above 18"),
+        ("age", (50, 30), "expected increasing whole numbers"),
         ("age", (30, 95), "at most 90"),
         ("has_children", (1,), "not a plain integer"),
         ("age", None, "band it with cuts (--cuts"),
@@ -161,7 +162,7 @@ def test_cuts_that_do_not_fit_are_refused(by: str, cuts: Any, words: str) -> Non
 
 @pytest.mark.parametrize(
     ("raw", "words"),
-    [("30,x", "whole numbers"), ("50,30", "increasing"), (",".join(["1"] * 51), "at most 50")],
+    [("30,x", "whole numbers"), ("3.5", "whole numbers"), (",".join(["1"] * 51), "at most 50")],
 )
 def test_the_parameter_parser_reads_cuts(raw: str, words: str) -> None:
     assert parse_cuts("30, 50") == (30, 50) and parse_cuts(None) == () and parse_cuts("") == ()

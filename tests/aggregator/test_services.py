@@ -16,6 +16,7 @@ from markupsafe import escape
 from deniable.aggregator import access, credentials, surveys
 from deniable.aggregator.cli.core import cli
 from deniable.aggregator.params import ParamError, parse_candidates, parse_confidence, parse_flag
+from deniable.aggregator.stats.results import shown_row
 from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.statuses import refusal_status
 from tests.aggregator.conftest import TOKEN
@@ -125,10 +126,15 @@ def test_crosstab_is_the_same_on_the_api_the_cli_and_the_dashboard(
     page = dashboard.get(f"{PAGE}/analysis?first={first}&second={second}&confidence={LEVEL}")
     text = page.get_data(as_text=True)
     assert page.status_code == 200 and 'role="alert"' not in text
-    cells = re.findall(r'<td class="num">([0-9.\-]+)%<br><span class="muted">([^<]+)</span>', text)
+    cells = re.findall(
+        r'<span data-shown="estimate">([0-9.]+)%\*?</span><br>'
+        r'<span class="muted" data-shown="interval">([^<]+)</span>',
+        text,
+    )
+    shown = [shown_row(c, from_api["n"]) for c in from_api["cells"]]  # as every table shows
     expected = [
-        (f"{c['estimate'] * 100:.1f}", f"{c['ci_low'] * 100:.1f}–{c['ci_high'] * 100:.1f}")
-        for c in from_api["cells"]
+        (f"{c['estimate'] * 100:.1f}", f"{c['ci_low'] * 100:.1f}% – {c['ci_high'] * 100:.1f}%")
+        for c in shown
     ]
     assert sorted(cells) == sorted(expected) and len(cells) == 4 * 3
 

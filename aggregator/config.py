@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import math
 import os
@@ -104,6 +105,10 @@ def _storage(name: str) -> Callable[[str], str]:
             raise ConfigError(
                 f"{name}: expected a storage URI like memory:// or redis://host:6379, got "
                 f"{(scheme + '://...') if scheme else repr(value[:40])}"
+            )
+        if scheme.startswith("redis") and importlib.util.find_spec("redis") is None:
+            raise ConfigError(
+                f"{name}: {scheme}:// needs the Redis client: pip install 'deniable[redis]'"
             )
         return value
 

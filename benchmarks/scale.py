@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/scale.py --reports 10000000 --store sqlite [--data-dir DIR]
     .venv/bin/python benchmarks/scale.py --reports 10000000 --store postgres --database-url URL
-        [--ingest 100000] [--rounds 3] [--repeats 3]
+        [--ingest 100000] [--rounds 3] [--repeats 3] [--keep]
+    .venv/bin/python benchmarks/scale.py --compare DIR/loaded.db 'postgresql://...?options=-csearch_path%3DSCHEMA'
 
 A survey of two randomized questions (smokes: rr; party: grr over 4) and four plain ones
 (region: 5; age: 18 to 67; female; education: 5) has at most 2 x 4 x 5 x 50 x 2 x 5 = 20,000
@@ -23,6 +24,9 @@ survey's are after its first hours), then takes --ingest prepared reports throug
 store), 1,000 a call; once with the store as it is and once with a store that skips the answer
 patterns (the same class minus that statement). Rounds alternate, and each figure is the best
 of --rounds (a shared machine slows one run or another).
+
+--compare times the analyses of two stores kept with --keep (the SQLite file, the PostgreSQL
+schema's URL), alternating, for their ratio.
 
 Targets (docs/benchmarks.md): on 10,000,000 reports, each analysis under 2 s on both stores,
 PostgreSQL within 1.5x of SQLite; ingestion with the counts within 10% of the throughput
@@ -137,6 +141,7 @@ class Place:
     def __init__(self, kind: str, folder: Path, url: str | None):
         self.kind, self.folder, self.url = kind, folder, url
         self.made: list[str] = []
+        self.kept = ""  # the loaded PostgreSQL schema's URL
 
     def store(self, name: str, *, counts: bool = True) -> Store:
         """A new, migrated, empty store called `name`."""
@@ -165,7 +170,10 @@ class Place:
             conn.execute(f'CREATE SCHEMA "{schema}"')
         self.made.append(schema)
         joiner = "&" if "?" in self.url else "?"
-        return f"{self.url}{joiner}options=-csearch_path%3D{schema}"
+        url = f"{self.url}{joiner}options=-csearch_path%3D{schema}"
+        if name == "loaded":
+            self.kept = url
+        return url
 
     def drop(self, keep: bool) -> None:
         if self.kind == "postgres" and not keep:
@@ -292,6 +300,39 @@ def pattern_rows(store: Store) -> str:
         return f"{store._run(conn, 'SELECT count(*) FROM pattern_shards').fetchone()[0]:,}"
 
 
+def compare(sqlite_file: Path, postgres_url: str, rounds: int = 7) -> None:
+    """Time the analyses on two kept stores (`--keep`), SQLite and PostgreSQL alternating, and
+    print each one's median and the ratio (a shared machine slows both alike)."""
+    from deniable.aggregator.store.postgres import PostgresStore
+
+    survey = Survey.from_dict(SURVEY)
+    stores = {"sqlite": SQLiteStore(sqlite_file), "postgres": PostgresStore(postgres_url)}
+    runs = {name: analyses(store, survey) for name, store in stores.items()}
+    times: dict[tuple[str, str], list[float]] = {}
+    for name, named in runs.items():
+        for analysis, run in named.items():
+            run()  # warm
+            times[name, analysis] = []
+    for round_ in range(rounds):
+        for name in ("sqlite", "postgres") if round_ % 2 == 0 else ("postgres", "sqlite"):
+            for analysis, run in runs[name].items():
+                started = time.perf_counter()
+                run()
+                times[name, analysis].append(time.perf_counter() - started)
+    print(
+        f"{'analysis (median of ' + str(rounds) + ')':<62} {'sqlite s':>9} {'postgres s':>11} {'ratio':>6}"
+    )
+    for analysis in runs["sqlite"]:
+        a = statistics.median(times["sqlite", analysis])
+        b = statistics.median(times["postgres", analysis])
+        verdict = (
+            ""
+            if analysis.startswith("results")
+            else (f"  <= 1.5: {'met' if b / a <= 1.5 else 'NOT met'}")
+        )
+        print(f"{analysis:<62} {a:>9.3f} {b:>11.3f} {b / a:>6.2f}{verdict}")
+
+
 # -- ingestion with and without the counts -----------------------------------------------------
 
 
@@ -375,7 +416,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the loaded database")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("SQLITE_FILE", "POSTGRES_URL"),
+        help="only time the analyses of two kept stores, alternating (no load)",
+    )
     args = parser.parse_args(argv)
+    if args.compare:
+        compare(Path(args.compare[0]), args.compare[1])
+        return
     if args.store == "postgres" and not args.database_url:
         parser.error("--store postgres needs --database-url postgresql://...")
     survey = Survey.from_dict(SURVEY)
@@ -419,6 +469,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"{path:<40} {with_:>12,.0f} {without:>10,.0f} {ratio:>7.3f}  {target}")
     finally:
         place.drop(args.keep)
+        if args.keep:
+            kept = place.kept or str(folder / "loaded.db")
+            print(f"\nkept: {kept} (for --compare)")
         if not args.keep and args.data_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -17,6 +17,7 @@ the shards, a cost bounded by SHARDS x options whatever the number of reports.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -689,19 +690,21 @@ class PostgresStore(SQLStore):
             else sql.SQL("(a.pattern -> 'answers' -> {})").format(sql.Literal(qid))
             for qid in question_ids
         )
-        # The shards added up per pattern, then grouped by the answers asked for.
+        # Every shard row of a pattern counts toward the answers asked for, grouped as one
+        # JSON array's text per row (one parse a row, not one per answer: psycopg parses each
+        # jsonb value).
         query = sql.SQL(
-            "SELECT {columns}, sum(s.reports)::bigint FROM (SELECT digest, sum(reports) AS "
-            "reports FROM pattern_shards WHERE survey_id = %(s)s GROUP BY digest) s "
-            "JOIN answer_patterns a ON a.survey_id = %(s)s AND a.digest = s.digest "
-            "GROUP BY {columns}"
+            "SELECT jsonb_build_array({columns})::text AS answers, sum(s.reports)::bigint "
+            "FROM pattern_shards s JOIN answer_patterns a "
+            "ON a.survey_id = s.survey_id AND a.digest = s.digest "
+            "WHERE s.survey_id = %(s)s GROUP BY answers"
         ).format(columns=columns)
         # A server-side cursor: rows come over as the caller reads them, ITERSIZE at a time.
         with self._tx(snapshot=True) as conn, conn.cursor(name="answer_counts") as cursor:
             cursor.itersize = ANSWER_ROWS_AT_ONCE
             cursor.execute(query, {"s": survey_id})
-            for row in cursor:
-                yield tuple(row[:-1]), row[-1]
+            for answers, n in cursor:
+                yield tuple(json.loads(answers)), n
 
     def _stored_patterns(self, conn: psycopg.Connection, survey_id: str) -> dict[str, int]:
         # jsonb writes its own text: the pattern's canonical JSON is made again from its value.

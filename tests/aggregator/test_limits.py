@@ -184,6 +184,31 @@ def test_rate_limit_setting_is_checked(tmp_path):
     assert from_env({"DENIABLE_RATE_LIMIT": "60/minute"})["RATE_LIMIT"] == "60/minute"
 
 
+def test_rate_limit_storage_setting_is_checked_and_names_no_password():
+    from deniable.aggregator.config import SETTINGS, ConfigError, from_env
+
+    assert SETTINGS["RATE_LIMIT_STORAGE"].default == "memory://"
+    url = "redis://:secret@cache.internal:6379/0"
+    assert from_env({"DENIABLE_RATE_LIMIT_STORAGE": url})["RATE_LIMIT_STORAGE"] == url
+    for bad in ("redis-host:6379", "postgres://:secret@db/x", "async+redis://h:1"):
+        with pytest.raises(ConfigError, match="DENIABLE_RATE_LIMIT_STORAGE") as refused:
+            from_env({"DENIABLE_RATE_LIMIT_STORAGE": bad})
+        assert "secret" not in str(refused.value)
+
+
+def test_an_unreachable_rate_limit_storage_answers_reports_503(tmp_path, report_for):
+    """Clients queue a 503 and send again (the delivery policy); nothing is counted."""
+    app, survey = limited_app(
+        tmp_path,
+        RATE_LIMIT="5/minute",
+        RATE_LIMIT_STORAGE="redis://127.0.0.1:9",  # the discard port: nothing answers
+    )
+    response = post(app, report_for(survey))
+    assert response.status_code == 503, response.get_data(as_text=True)
+    assert response.headers["Retry-After"] == "5"
+    assert "DENIABLE_RATE_LIMIT_STORAGE" in response.get_json()["detail"]
+
+
 def login(app: Flask, token: str, address: str = "192.0.2.9") -> Any:
     client = app.test_client()
     page = client.get("/login").get_data(as_text=True)

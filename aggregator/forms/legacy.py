@@ -27,9 +27,9 @@ from deniable.aggregator.forms.workbook import (
     Book,
     Sheet,
     XLSFormError,
+    _too_many_rows,
 )
 from deniable.aggregator.forms.xmlguard import MAX_CELL_CHARS
-from deniable.shared.survey import MAX_QUESTIONS
 
 #: The magic number that starts every OLE2 compound file (an .xls workbook).
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -216,14 +216,7 @@ def _read_sheet(book: Any, worksheet: Any, name: str) -> Sheet:
         empty_run = 0
         filled += 1
         if filled > limit:
-            raise XLSFormError(
-                f"{name} sheet, row {number}: more than {limit} rows; "
-                + (
-                    "ODK reads one row of settings; remove the others"
-                    if name == "settings"
-                    else f"a survey has at most {MAX_QUESTIONS} questions (docs/xlsform.md)"
-                )
-            )
+            raise _too_many_rows(name, number, limit)
         sheet.rows.append(row)
     while sheet.rows and not sheet.rows[-1]:
         sheet.rows.pop()

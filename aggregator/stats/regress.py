@@ -235,6 +235,9 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
 NULL_ENTRY = 1e-6
 
 
+QR_BLOCK_ROWS = 4096  # rows factored at once when looking for collinear terms
+
+
 def collinear_terms(x: np.ndarray, terms: Sequence[str]) -> str | None:
     """Why the model's columns cannot all be fitted on these rows (the covariate patterns of
     the reports fitted), naming the terms; None when they can. A term that is 0 for every
@@ -252,10 +255,15 @@ def collinear_terms(x: np.ndarray, terms: Sequence[str]) -> str | None:
             "category no report chose, or that the reports fitted cannot have); drop or merge "
             f"{'it' if len(empty) == 1 else 'them'}"
         )
-    scaled = x / lengths
-    # Every right singular vector, never the left ones (rows x rows: 3 GB at 20,000 patterns).
-    _, values, vt = np.linalg.svd(scaled, full_matrices=scaled.shape[0] < scaled.shape[1])
-    tolerance = values.max() * max(scaled.shape) * np.finfo(np.float64).eps
+    # The singular values and right singular vectors of the scaled columns are those of R in
+    # their QR factorization; R is built a block of rows at a time (k x k memory, never a
+    # rows x k copy: 150 MB at the largest regression within the limits).
+    r = np.zeros((0, x.shape[1]))
+    for start in range(0, x.shape[0], QR_BLOCK_ROWS):
+        block = x[start : start + QR_BLOCK_ROWS] / lengths
+        r = np.linalg.qr(np.vstack((r, block)), mode="r")
+    _, values, vt = np.linalg.svd(r)
+    tolerance = values.max() * max(x.shape) * np.finfo(np.float64).eps
     rank = int(np.sum(values > tolerance))
     if rank == x.shape[1]:
         return None

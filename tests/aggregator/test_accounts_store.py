@@ -279,7 +279,7 @@ def test_the_accounts_migration_upgrades_an_sqlite_database(tmp_path, monkeypatc
     assert store.migrate() == 3
     _old_tokens(store)
     monkeypatch.setattr(sqlite_store, "MIGRATIONS", current)
-    assert store.migrate() == len(current) == 4
+    assert store.migrate() == len(current)
     _upgraded(store)
     assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
     store.close()
@@ -296,8 +296,8 @@ def test_the_accounts_migration_upgrades_a_postgres_database(postgres_cluster, m
         assert store.migrate() == 5
         _old_tokens(store)
         monkeypatch.setattr(postgres_store, "MIGRATIONS", current)
-        assert store.migrate() == len(current) == 6
-        assert store.schema_version() == 6
+        assert store.migrate() == len(current)
+        assert store.schema_version() == len(current)
         _upgraded(store)
     finally:
         postgres_store.close_pools()

@@ -95,7 +95,7 @@ def test_the_sessions_migration_upgrades_an_sqlite_database(tmp_path, monkeypatc
     store.create_survey("s", "{}", "h" * 64, {"q": 2}, T0)
     assert "sessions" not in store.db.table_names()
     monkeypatch.setattr(sqlite_store, "MIGRATIONS", current)
-    assert store.migrate() == len(current) == 4
+    assert store.migrate() == len(current)
     assert store.token_hashes() == ["t1"] and store.get_survey("s") is not None
     assert store.open_session("s1", "t1", T0, LATER)
     assert store.session_token("s1", NOW, opened_after=EARLY) == "t1"
@@ -116,8 +116,8 @@ def test_the_sessions_migration_upgrades_a_postgres_database(postgres_cluster, m
         with store._conn() as conn:
             assert conn.execute("SELECT to_regclass('sessions')").fetchone()[0] is None
         monkeypatch.setattr(postgres_store, "MIGRATIONS", current)
-        assert store.migrate() == len(current) == 6
-        assert store.schema_version() == 6
+        assert store.migrate() == len(current)
+        assert store.schema_version() == len(current)
         assert store.token_hashes() == ["t1"] and store.get_survey("s") is not None
         assert store.open_session("s1", "t1", T0, LATER)
         assert store.session_token("s1", NOW, opened_after=EARLY) == "t1"

@@ -1,10 +1,11 @@
-# Two entry points: `make demo` and `make test`. Both create .venv when it is missing.
+# Two entry points: `make demo` and `make test` (`make test-fast` for the inner loop). Both
+# create .venv when it is missing.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench docs docs-settings i18n i18n-compile clean
+.PHONY: demo test test-fast lint format bench docs docs-settings i18n i18n-compile clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +24,18 @@ demo: $(STAMP)
 	$(BIN)/deniable-aggregator demo \
 		$$(test -f build/demo-form.xlsx && echo --xlsform build/demo-form.xlsx --drop-unsupported)
 
+# Worksteal: an idle worker takes tests from a busy one's queue, so one slow module does not
+# leave a core idle; the 25 slowest tests are printed (what to speed up next).
 test: $(STAMP)
 	bash scripts/test-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist worksteal --durations=25
+
+# The inner loop: everything but the browser, end-to-end, install and PostgreSQL tests (the
+# markers tests/conftest.py sets); make test still runs them all.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto --dist worksteal -m "not browser and not e2e and not install and not postgres"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

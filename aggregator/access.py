@@ -122,6 +122,17 @@ def visible_surveys(store: Store, who: Principal) -> list[SurveyRecord]:
     return [r for r in store.list_surveys() if r.id in roles and _in_scope(who, r.id)]
 
 
+def may_create(who: Principal) -> bool:
+    """Whether the principal may create surveys (what require_creator refuses otherwise)."""
+    return not who.read_only and who.surveys is None
+
+
+def is_admin(who: Principal) -> bool:
+    """Whether the principal may manage accounts and tokens and read the whole audit log (what
+    require_admin refuses otherwise): an admin account's full token."""
+    return who.admin and not who.read_only and who.surveys is None
+
+
 def require_creator(who: Principal) -> None:
     """Refuse (forbidden) a principal that may not create surveys: a read-only token, or one
     limited to some surveys (it could not see what it created)."""
@@ -137,7 +148,7 @@ def require_creator(who: Principal) -> None:
 
 def require_admin(who: Principal) -> None:
     """Refuse (forbidden) anyone but an admin, with a full-reach token, for accounts and tokens."""
-    if not who.admin or who.read_only or who.surveys is not None:
+    if not is_admin(who):
         raise ActionError(
             "forbidden", "managing accounts and tokens needs an admin account's full token"
         )

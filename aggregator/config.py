@@ -197,6 +197,37 @@ def _origins(name: str) -> Callable[[str], tuple[str, ...]]:
     return parse
 
 
+#: Relay addresses (DENIABLE_RELAY_ADDRESSES) at most.
+MAX_RELAY_ADDRESSES = 100
+
+
+def parse_networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated IP addresses or networks (CIDR); ValueError says which one is wrong."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if len(items) > MAX_RELAY_ADDRESSES:
+        raise ValueError(f"at most {MAX_RELAY_ADDRESSES} addresses, got {len(items)}")
+    found = []
+    for item in items:
+        try:
+            found.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"expected an IP address or network like 203.0.113.7 or 2001:db8::/64, got {item!r}"
+            ) from None
+    return tuple(found)
+
+
+def _networks(name: str) -> Callable[[str], tuple[Any, ...]]:
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return parse_networks(text)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+
+    parse.kind = "addresses, comma-separated"
+    return parse
+
+
 class Setting(NamedTuple):
     """One DENIABLE_* setting: variable, parser, default, type word, help (docs/settings.md)."""
 
@@ -317,6 +348,26 @@ SETTINGS: dict[str, Setting] = {
         "[Growing past one machine](operations.md#growing-past-one-machine)). An unreachable "
         "Redis answers reports and enrollments 503 with `Retry-After`.",
     ),
+    # Relays (docs/anonymity.md#rate-limits-and-relays): one address carrying many respondents.
+    "RELAY_ADDRESSES": _setting(
+        "DENIABLE_RELAY_ADDRESSES",
+        _networks("DENIABLE_RELAY_ADDRESSES"),
+        None,
+        "The addresses (or networks, CIDR) of the relays you trust not to be one device, "
+        "e.g. `203.0.113.7,2001:db8::/64`, at most 100. Reports these addresses pass on through "
+        "the gateway (`POST /ohttp`) are not counted against `DENIABLE_RATE_LIMIT` per address "
+        "(each still counts against its key) but against `DENIABLE_RELAY_RATE_LIMIT`. Unset, "
+        "a relay's address is limited like any client's (see "
+        "[Rate limits and relays](anonymity.md#rate-limits-and-relays)).",
+    ),
+    "RELAY_RATE_LIMIT": _setting(
+        "DENIABLE_RELAY_RATE_LIMIT",
+        _rate("DENIABLE_RELAY_RATE_LIMIT"),
+        None,
+        "Reports each address of `DENIABLE_RELAY_ADDRESSES` may pass on through the gateway, "
+        "e.g. `6000/minute`; unset, no limit for them. Over it, a relayed report gets 429 with "
+        "`Retry-After` (sealed, inside) and its client sends it again then.",
+    ),
     # Failed dashboard logins allowed per client address (counted where the rate limits are),
     # and their delay.
     "LOGIN_LIMIT": _setting(
@@ -425,6 +476,14 @@ SETTINGS: dict[str, Setting] = {
         "new survey with more gets 422 naming this setting. The default holds two of the "
         "largest hcms sketches.",
     ),
+    "MAX_SURVEY_BYTES": _setting(
+        "DENIABLE_MAX_SURVEY_BYTES",
+        _whole("DENIABLE_MAX_SURVEY_BYTES", 1024),
+        8 * 1024 * 1024,
+        "Bytes of one survey as stored (its canonical JSON, which every page and results "
+        "request reads); an XLSForm's translations can make it far larger than the upload. A "
+        "new survey over it gets 422 naming this setting.",
+    ),
     # Pages hosted elsewhere (`deniable page export`) that may call the respondent endpoints.
     "PAGE_ORIGINS": _setting(
         "DENIABLE_PAGE_ORIGINS",
@@ -471,6 +530,13 @@ def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
         fixed["PAGE_ORIGINS"] = parse_origins(config.get("PAGE_ORIGINS"))
     except ValueError as exc:
         raise ConfigError(f"PAGE_ORIGINS: {exc}") from None
+    relays = config.get("RELAY_ADDRESSES") or ()
+    try:
+        fixed["RELAY_ADDRESSES"] = (
+            parse_networks(relays) if isinstance(relays, str) else tuple(relays)
+        )
+    except ValueError as exc:
+        raise ConfigError(f"RELAY_ADDRESSES: {exc}") from None
     for key in ("MAX_BATCH", "CLOCK_SKEW", "MAX_INVITATIONS", "BUSY_TIMEOUT"):
         value = config.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

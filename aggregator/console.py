@@ -6,6 +6,7 @@ extra installed: the missing extras are read from the installed package's own me
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -44,6 +45,21 @@ def needs_extras(missing: list[str]) -> str:
     )
 
 
+#: The settings of numpy's BLAS thread pools; without any, the CLI runs them on one thread.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """One thread per BLAS pool unless the operator set one of BLAS_THREADS (as
+    deploy/gunicorn.conf.py does for its workers): an analysis's matrices are small, and `run`
+    serves requests side by side, each of which would otherwise start a pool per core."""
+    if any(name in os.environ for name in BLAS_THREADS):
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")  # numpy is loaded by now: set at run time
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the operator CLI, or say which install it needs."""
     try:
@@ -54,4 +70,5 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise  # not a missing extra: the real error, as itself
         sys.stderr.write(f"error: {needs_extras(missing)}\n")
         raise SystemExit(1) from None
+    one_blas_thread()
     cli_main(argv)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from threading import Lock
@@ -32,6 +31,7 @@ from deniable.aggregator.store import (
     resend_outcome,
 )
 from deniable.aggregator.store.commit import GroupCommitter
+from deniable.aggregator.store.survey_cache import SurveyCache
 from deniable.shared.canonical import canonical_json
 from deniable.shared.errors import ReportError, SurveyError
 from deniable.shared.report import (
@@ -122,32 +122,6 @@ _STORED: dict[StoreOutcome, Outcome] = {
     ),
     "closed": Outcome(None, "rejected", "survey: closed; it no longer accepts reports", "closed"),
 }
-
-
-class SurveyCache:
-    """Parsed Survey objects by hash: a survey never changes once created, so its hash names it.
-
-    One per app (created with it, see web/db.py), not per process: each app and each command
-    has its own."""
-
-    def __init__(self, size: int = 256):
-        self._size = size
-        self._surveys: OrderedDict[str, Survey] = OrderedDict()
-        self._lock = Lock()
-
-    def survey(self, record: SurveyRecord) -> Survey:
-        """The parsed survey of a stored record."""
-        with self._lock:
-            found = self._surveys.get(record.hash)
-            if found is not None:
-                self._surveys.move_to_end(record.hash)
-                return found
-        survey = Survey.from_stored(record.resolved)
-        with self._lock:
-            self._surveys[record.hash] = survey
-            while len(self._surveys) > self._size:
-                self._surveys.popitem(last=False)
-        return survey
 
 
 class RecordCache:

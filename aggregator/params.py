@@ -1,5 +1,6 @@
-"""Request parameters (confidence, flags, candidates, cuts) parsed once, for the API, the dashboard and
-the CLI alike: a bad value is a ParamError everywhere, never a silent default.
+"""Request parameters (confidence, flags, candidates, cuts, the planners' numbers) parsed once,
+for the API, the dashboard and the CLI alike: a bad value is a ParamError everywhere, never a
+silent default.
 
 Each edge shows a ParamError its own way: a 400 problem on the API (422 for a field of a JSON
 body), an error page on the dashboard, one line and exit status 1 on the CLI.
@@ -11,9 +12,9 @@ import math
 import re
 from collections.abc import Sequence
 
+from deniable.aggregator.refusals import ActionError, Refusal
 from deniable.aggregator.stats.estimate import parse_candidates as _candidates
 from deniable.aggregator.stats.joint import MAX_CUTS
-from deniable.aggregator.surveys import ActionError, Refusal
 
 
 class ParamError(ActionError):
@@ -69,6 +70,39 @@ def parse_candidates(raw: str | Sequence[str] | None) -> tuple[str, ...]:
         return _candidates(raw)
     except ValueError as exc:
         raise ParamError(str(exc)) from None
+
+
+#: A plain decimal number as people type one (not Python's 1_0, nan or full-width digits).
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?")
+#: The longest number text read (digits, point and exponent).
+MAX_NUMBER_TEXT = 40
+
+
+def parse_number(value: object, name: str, example: str) -> float | None:
+    """A finite number from a form field or a query string ("0.05", "1e-3") or a number given
+    as one (a CLI option, a JSON field); None when absent (None or empty text)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    text = value.strip() if isinstance(value, str) else ""
+    number = float(text) if len(text) <= MAX_NUMBER_TEXT and _DECIMAL.fullmatch(text) else math.inf
+    if not math.isfinite(number):  # 1e999 too
+        raise ParamError(f"{name}: expected a number like {example}, got {str(value)[:40]!r}")
+    return number
+
+
+def parse_count(value: object, name: str, example: str, *, digits: int = 12) -> int | None:
+    """A whole number of at most `digits` digits from a form field, a query string or a number
+    given as one; None when absent. Whether it is in range is the caller's to say."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    if not re.fullmatch(f"[0-9]{{1,{digits}}}", text):
+        raise ParamError(f"{name}: expected a whole number like {example}, got {str(value)[:40]!r}")
+    return int(text)
 
 
 def parse_whole(value: str | None) -> int | str:

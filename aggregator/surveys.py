@@ -1,6 +1,7 @@
 """What researchers and respondents do to surveys, over a Store: one service function per action
-(results, their CSV, the reports export, breakdown, crosstab, regression, invitations, closing),
-called alike by the API, the dashboard and the CLI with parameters parsed by params.py.
+(results and their CSV, the reports export, breakdown, crosstab, regression, invitations, closing,
+and planning one: margin, power, a series' waves), called alike by the API, the dashboard and the
+CLI with parameters parsed by params.py.
 
 Every researcher function takes `who` (an access.Principal), passes the one rule of access.py
 before any work, and appends what it did to the audit log (audit.py) after it succeeded
@@ -12,19 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from deniable.aggregator import access, audit, credentials, stats
 from deniable.aggregator.access import Principal
 from deniable.aggregator.gateway import keys as gateway_keys
-from deniable.aggregator.ingest import SurveyCache
+from deniable.aggregator.params import ParamError, parse_confidence, parse_count, parse_number
 from deniable.aggregator.refusals import (  # noqa: F401  (Refusal re-exported)
     ActionError,
     Refusal,
     not_found,
     survey_or_404,
 )
-from deniable.aggregator.stats import AnalysisError
+from deniable.aggregator.stats import AnalysisError, planning, power, series_planning
 from deniable.aggregator.stats import waves as stats_waves
 from deniable.aggregator.stats.analyze import StoredAnswers
 from deniable.aggregator.stats.asked import tally_sizes
@@ -37,9 +38,10 @@ from deniable.aggregator.stats.shuffle_results import with_shuffle
 from deniable.aggregator.stats.sketch_estimate import DECODERS, SketchDecodeError
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.aggregator.store.pool import StoreProvider
+from deniable.aggregator.store.survey_cache import SurveyCache
 from deniable.shared import i18n, signing
 from deniable.shared.canonical import canonical_json
-from deniable.shared.errors import ReportError, SurveyError
+from deniable.shared.errors import DeniableError, ReportError, SurveyError
 from deniable.shared.survey import Survey
 from deniable.shared.waves import SERIES_ID
 
@@ -166,10 +168,20 @@ def create_survey(
                 )
             except SketchDecodeError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None
-    resolved = survey.to_dict()
+    stored = canonical_json(survey.to_dict())
+    try:
+        check(
+            len(stored),
+            limits,
+            "max_survey_bytes",
+            f"the survey is {len(stored):,} bytes as stored (its questions, options and "
+            "translations); shorten or drop some",
+        )
+    except LimitError as exc:
+        raise SurveyError(str(exc)) from None
     created = store.create_survey(
         survey.id,
-        canonical_json(resolved).decode("utf-8"),
+        stored.decode("utf-8"),
         survey.hash,
         tally_sizes(survey),  # k per question, +1 "asked" slot with a condition
         utc_now(),
@@ -341,6 +353,10 @@ def _results(
         raise ActionError("invalid", str(exc)) from None
 
 
+#: What the audit log calls a read of the results: as shown, or downloaded as CSV.
+ResultsAction = Literal["results", "results.csv"]
+
+
 def results(
     store: Store,
     survey_id: str,
@@ -353,41 +369,21 @@ def results(
     cache: SurveyCache | None = None,
     weights: str | None = None,
     weighted: bool = True,
+    action: ResultsAction = "results",
 ) -> SurveyResults:
     """The results of a survey (a SurveyResults), from its tallies (cost independent of the number of
     reports); `candidates` adds rows to its text questions (ActionError invalid if a sketch cannot
     tell them apart, too-large if their decoder is over `limits`). A survey with a design, or
-    `weights` (a weights table's CSV), is weighted unless `weighted` is false."""
+    `weights` (a weights table's CSV), is weighted unless `weighted` is false. The edges format
+    it (`to_dict()`, `to_csv()`, `summary()`); `action` is what the audit log records: the
+    results read, or "results.csv" for the CSV download."""
     record = access.authorize(store, who, survey_id, "results")
     doc = _results(
         store, record, confidence, simultaneous, candidates, limits, cache, weights, weighted
     )
     params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
-    audit.record(store, who, survey_id, "results", params)
+    audit.record(store, who, survey_id, action, params)
     return doc
-
-
-def results_csv(
-    store: Store,
-    survey_id: str,
-    *,
-    who: Principal,
-    confidence: float = 0.95,
-    simultaneous: bool = False,
-    candidates: Sequence[str] = (),
-    limits: Limits = DEFAULT_LIMITS,
-    cache: SurveyCache | None = None,
-    weights: str | None = None,
-    weighted: bool = True,
-) -> str:
-    """The results as CSV, one row per option (the same results as `results`)."""
-    record = access.authorize(store, who, survey_id, "results")
-    text = _results(
-        store, record, confidence, simultaneous, candidates, limits, cache, weights, weighted
-    ).to_csv()
-    params = {"confidence": confidence, "simultaneous": simultaneous, "candidates": candidates}
-    audit.record(store, who, survey_id, "results.csv", params)
-    return text
 
 
 def report_lines(stores: StoreProvider, survey_id: str, *, who: Principal) -> Iterator[str]:
@@ -610,3 +606,162 @@ def series_results(
     for record in records:
         audit.record(store, who, record.id, "series-results", {"series": series_id})
     return doc
+
+
+# -- planning a survey: the planners behind service functions ---------------------------------
+# A value comes as text (a form field, a query string) or as a number (a CLI option), parsed
+# once with params.py, so the dashboard's forms and `deniable-aggregator plan` read the same
+# numbers the same way and refuse a bad one with the same words (docs/statistics.md, "Planning"
+# and "Power"): an unreadable value is a ParamError naming the field, a value the planner
+# refuses (an epsilon out of range, a margin no n reaches) ActionError invalid in the planner's
+# words. No survey, no store and no principal: planning reads nothing and is not logged.
+
+#: The most digits of an option count (a survey has far fewer options).
+OPTION_DIGITS = 6
+
+
+def _planned(run: Callable[[], T]) -> T:
+    """The planner's answer; its refusal (PlanError, PowerError...) as ActionError invalid."""
+    try:
+        return run()
+    except ActionError:
+        raise
+    except (ValueError, DeniableError) as exc:
+        raise ActionError("invalid", str(exc)) from None
+
+
+def _given(value: T | None, name: str, example: str) -> T:
+    if value is None:
+        raise ParamError(f"{name}: missing; give one, like {example}")
+    return value
+
+
+def parse_sketch(value: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """A sketch's shape: KxM (hash functions x columns) or, for rappor, BITSxHASHESxCOHORTS."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        return tuple(value)
+    parts = [part.strip() for part in value.lower().split("x")]
+    if len(parts) not in (2, 3) or not all(p.isdigit() and len(p) <= 6 for p in parts):
+        raise ParamError(f"sketch: expected KxM, like 16x1024 (rappor: 32x2x16), got {value!r}")
+    return tuple(int(p) for p in parts)
+
+
+def margin_plan(
+    epsilon: object,
+    *,
+    margin: object = None,
+    respondents: object = None,
+    options: object = 2,
+    confidence: object = None,
+    mechanism: str | None = None,
+    width: object = None,
+    sketch: str | Sequence[int] | None = None,
+) -> planning.Plan:
+    """Respondents needed for `margin` (or the margin `respondents` buy) at `epsilon`, worst
+    case, per mechanism (stats/planning.py)."""
+    level = parse_confidence(confidence, 0.95)
+    arguments = {
+        "margin": parse_number(margin, "margin", "0.05"),
+        "respondents": parse_count(respondents, "respondents", "1000"),
+        "options": _given(
+            parse_count(options, "options", "2", digits=OPTION_DIGITS), "options", "2"
+        ),
+        "confidence": level,
+        "mechanism": mechanism or None,
+        "width": parse_count(width, "range", "30 (max - min)", digits=10),
+        "sketch": parse_sketch(sketch),
+    }
+    epsilon_value = _given(parse_number(epsilon, "epsilon", "1"), "epsilon", "1")
+    return _planned(lambda: planning.plan(epsilon_value, **arguments))
+
+
+def power_plan(
+    test: str,
+    share: str,
+    *,
+    mechanism: str | None = None,
+    epsilon: object = None,
+    p_star: str | None = None,
+    q_star: str | None = None,
+    control: str | None = None,
+    null: str | None = None,
+    alpha: str = "0.05",
+    one_sided: bool = False,
+    n: object = None,
+    target: str | None = None,
+) -> power.PowerResult:
+    """The power of `test` at `n` respondents (per group), or without n the smallest n reaching
+    the `target` power (stats/power.py, as rr's power.rr.test). The design is (`p_star`,
+    `q_star`) when given, else `mechanism`'s (the first binary design by default) at
+    `epsilon`; probabilities are decimals or fractions like 5/6."""
+
+    def probability(name: str, text: str | None) -> float | None:
+        return None if text is None or not text.strip() else power.parse_probability(name, text)
+
+    def run() -> power.PowerResult:
+        if p_star is not None and q_star is not None:
+            design = (power.parse_probability("p-star", p_star),
+                      power.parse_probability("q-star", q_star))  # fmt: skip
+        else:
+            name = mechanism or next(iter(power.BINARY))
+            design = power.design_of(name, parse_number(epsilon, "epsilon", "1"))
+        common = {
+            "p_star": design[0],
+            "q_star": design[1],
+            "control": probability("control", control),
+            "null": probability("null", null),
+            "alpha": power.parse_probability("alpha", alpha),
+            "one_sided": one_sided,
+        }
+        value = power.parse_probability("share", share)
+        at = parse_count(n, "n", "400")
+        if at is not None:
+            return power.power(test, value, n=at, **common)
+        wanted = power.parse_probability("power", target if target is not None else "")
+        return power.sample_size(test, value, target=wanted, **common)
+
+    return _planned(run)
+
+
+def series_plan(
+    options: object,
+    epsilon_perm: object,
+    epsilon_1: object,
+    *,
+    margin: object = None,
+    change_margin: object = None,
+    trend_margin: object = None,
+    waves: object = None,
+    confidence: object = None,
+    mechanism: str | None = None,
+) -> series_planning.SeriesPlan:
+    """Respondents per wave of a series for a margin on a wave's share, on a change between
+    waves and (with `waves`) on the trend, worst case (stats/series_planning.py)."""
+    names = series_planning.SERIES_MECHANISMS
+    name = mechanism or names[0]
+    if name not in names:
+        raise ParamError(
+            f"mechanism: expected {', '.join(names[:-1])} or {names[-1]}, got {name[:40]!r}"
+        )
+    margins = {
+        "margin": parse_number(margin, "margin", "0.05"),
+        "change_margin": parse_number(change_margin, "change-margin", "0.05"),
+        "trend_margin": parse_number(trend_margin, "trend-margin", "0.01"),
+    }
+    if all(value is None for value in margins.values()):
+        raise ParamError(
+            "margin: give a margin on a wave's share, on a change between waves or on the "
+            "trend, like 0.05"
+        )
+    k = _given(parse_count(options, "options", "2", digits=OPTION_DIGITS), "options", "2")
+    perm = _given(parse_number(epsilon_perm, "epsilon-perm", "2"), "epsilon-perm", "2")
+    one = _given(parse_number(epsilon_1, "epsilon-1", "1"), "epsilon-1", "1")
+    arguments = {
+        **margins,
+        "waves": parse_count(waves, "waves", "4", digits=6),
+        "confidence": parse_confidence(confidence, 0.95),
+        "mechanism": name,
+    }
+    return _planned(lambda: series_planning.plan_series(k, perm, one, **arguments))

@@ -30,6 +30,14 @@ from deniable.shared.errors import DeniableError, SurveyError
 from deniable.shared.languages import SurveyText
 from deniable.shared.mechanisms import Encoded
 from deniable.shared.survey import Question, Survey
+from deniable.shared.terminal import shown
+
+
+def echo(message: object = "", *, err: bool = False) -> None:
+    """Print a line that may hold a server's words (a survey's texts, a reason), with what a
+    terminal would act on (controls, bidi overrides) shown as escapes."""
+    click.echo(shown(str(message), lines=True), err=err)
+
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,7 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str) -> NoReturn:
     """Print one line on stderr and exit 1."""
-    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    echo(f"error: {' '.join(str(message).split())}", err=True)
     sys.exit(1)
 
 
@@ -162,7 +170,7 @@ def answer(
     with make_client(ctx, url) as client:
         if client.receipt(survey_id) is not None:
             if not as_json:
-                click.echo(
+                echo(
                     _(
                         "You already answered {survey} on this device; nothing is randomized "
                         "again: the stored report is used."
@@ -209,30 +217,30 @@ def answer(
         if not yes:
             spent = client.status().epsilon_spent
             truth = ask(survey, truth, words, lang=speak, arms=drawn)
-            click.echo()
+            echo()
             for line in total_lines(survey, spent=spent, cap=client.epsilon_cap, lang=speak):
-                click.echo(line)
+                echo(line)
             for line in skip_lines(survey, truth, lang=speak):
-                click.echo(line)
+                echo(line)
             given_direct = [
                 qid
                 for qid, arm in drawn.items()
                 if arm == DIRECT and qid in given and qid in survey.relevant(truth)
             ]
             if given_direct:  # answered with --answer: not prompted, so said here
-                click.echo(f"{direct_notice(speak)} ({', '.join(given_direct)})")
+                echo(f"{direct_notice(speak)} ({', '.join(given_direct)})")
             click.confirm(
                 _("Randomize these answers on this device and send them?"), default=True, abort=True
             )
         check_true_answers(survey, truth)  # a bad answer is said before anything else
         plain = [qid for qid in truth if survey.questions[qid].plain]
         if plain and yes:  # the prompts said it already; say it before sending here too
-            click.echo(f"{plain_notice(speak)} ({', '.join(plain)})", err=True)
+            echo(f"{plain_notice(speak)} ({', '.join(plain)})", err=True)
         asked = survey.relevant(truth)
         arms = {qid: arm for qid, arm in drawn.items() if qid in asked}
         direct = [qid for qid, arm in arms.items() if arm == DIRECT]
         if direct and yes:  # the prompts said it already; say it before sending here too
-            click.echo(f"{direct_notice(speak)} ({', '.join(direct)})", err=True)
+            echo(f"{direct_notice(speak)} ({', '.join(direct)})", err=True)
         receipt = client.answer(survey_id, truth, invitation, survey=survey, arms=arms)
         show_receipt(receipt, survey, as_json, lang=speak, language=language)
 
@@ -287,8 +295,8 @@ def ask(
     exactly as answered instead. Returns every answer, the given ones included."""
     arms = arms or {}
     _ = i18n.translator(lang)
-    click.echo(f"{words.title} ({survey.id})")
-    click.echo(
+    echo(f"{words.title} ({survey.id})")
+    echo(
         _(
             "Your device randomizes every answer before anything leaves it; the server only ever "
             "sees the noisy answers."
@@ -306,25 +314,25 @@ def ask(
             continue
         number += 1
         text = words.questions[qid]
-        click.echo()
+        echo()
         if text.note:
-            click.echo(text.note)
-        click.echo(f"{number}.  {text.text}  [{qid}]")
+            echo(text.note)
+        echo(f"{number}.  {text.text}  [{qid}]")
         if question.kind.numbered:
             labels = text.options or tuple(question.options)
-            click.echo("     " + "   ".join(f"{i}) {label}" for i, label in enumerate(labels, 1)))
+            echo("     " + "   ".join(f"{i}) {label}" for i, label in enumerate(labels, 1)))
         if text.hint:
-            click.echo(f"     {text.hint}")
+            echo(f"     {text.hint}")
         if arms.get(qid) == DIRECT:  # split ballot, direct arm: said before the answer
-            click.echo(f"     {direct_notice(lang)}")
+            echo(f"     {direct_notice(lang)}")
         else:
             lines = question_lines(question, lang=lang)
             if question.longitudinal is not None:  # both epsilons, before answering
                 lines = [question.randomizer.describe(), *lines[1:]]
             for line in lines:
-                click.echo(f"     {line}")
+                echo(f"     {line}")
         truth[qid] = click.prompt(
-            prompt_text(question, lang),
+            shown(prompt_text(question, lang)),
             default=question.kind.prompt_default,
             show_default=False,
             value_proc=lambda typed, q=question: option_of(q, str(from_language(q, words, typed))),
@@ -391,17 +399,17 @@ def show_receipt(
     """Print what was sent and what it cost: deniable's words in `lang`, option labels in the
     survey's language `language` (else `lang`'s, else its default)."""
     if as_json:
-        click.echo(json.dumps(asdict(receipt), indent=2, sort_keys=True))
+        echo(json.dumps(asdict(receipt), indent=2, sort_keys=True))
         return
     _ = i18n.translator(lang)
-    click.echo()
-    click.echo(
+    echo()
+    echo(
         _("Report {report_id} for {survey}: {status}").format(
             report_id=receipt.report_id, survey=repr(receipt.survey), status=receipt.status
         )
     )
     if receipt.status == "queued":
-        click.echo(
+        echo(
             "  "
             + _(
                 "Not sent yet ({reason}); it is saved on this device and `deniable sync` will "
@@ -409,13 +417,13 @@ def show_receipt(
             ).format(reason=receipt.reason)
         )
     elif receipt.reason:
-        click.echo("  " + _("Reason: {reason}").format(reason=receipt.reason))
-    click.echo(
+        echo("  " + _("Reason: {reason}").format(reason=receipt.reason))
+    echo(
         _("Privacy spent: epsilon {epsilon} for this survey; {total} in total.").format(
             epsilon=f"{receipt.epsilon:.4g}", total=f"{receipt.epsilon_spent:.4g}"
         )
     )
-    click.echo(_("Noisy answers sent (randomized on this device, not your true answers):"))
+    echo(_("Noisy answers sent (randomized on this device, not your true answers):"))
     questions: Mapping[str, Question] = survey.questions if survey is not None else {}
     words = survey.text_in(language or lang) if survey is not None else None
     order = [qid for qid in questions if qid in receipt.answers]
@@ -424,13 +432,13 @@ def show_receipt(
         value = receipt.answers[qid]
         if receipt.arms.get(qid) == DIRECT:  # a split ballot's direct arm: sent as answered
             asked = questions[qid].direct_question if qid in questions else None
-            click.echo(f"  {qid}: {noisy_text(asked, value)} ({direct_notice(lang)})")
+            echo(f"  {qid}: {noisy_text(asked, value)} ({direct_notice(lang)})")
             continue
         shown = words.questions[qid].options if words is not None and qid in questions else ()
         if type(value) is int and 0 <= value < len(shown):  # an option, in the shown language
-            click.echo(f"  {qid}: {shown[value]}")
+            echo(f"  {qid}: {shown[value]}")
         else:
-            click.echo(f"  {qid}: {noisy_text(questions.get(qid), value)}")
+            echo(f"  {qid}: {noisy_text(questions.get(qid), value)}")
 
 
 @cli.command()
@@ -445,7 +453,7 @@ def explain(ctx: click.Context, target: str, survey_id: str | None, lang: str | 
     lang = language_of(ctx, lang)
     if survey_id is not None:
         with make_client(ctx, target) as client:
-            click.echo(client.explain(survey_id, lang=lang))
+            echo(client.explain(survey_id, lang=lang))
         return
     path = Path(target)
     if not path.is_file():
@@ -460,10 +468,10 @@ def explain(ctx: click.Context, target: str, survey_id: str | None, lang: str | 
         survey = Survey.from_dict(doc)
     except SurveyError as exc:
         fail(f"{path}: {exc}")
-    click.echo(explain_survey(survey, lang=lang))
+    echo(explain_survey(survey, lang=lang))
     shares = {qid: survey.questions[qid].direct_share for qid in survey.split}
     if shares:  # a split ballot (docs/surveys.md#split-ballot)
-        click.echo("\n" + "\n".join(split_lines(shares, lang)))  # type: ignore[arg-type]
+        echo("\n" + "\n".join(split_lines(shares, lang)))  # type: ignore[arg-type]
 
 
 @cli.command()
@@ -475,11 +483,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
     with make_client(ctx) as client:
         state = client.status()
     if as_json:
-        click.echo(json.dumps(asdict(state), indent=2, sort_keys=True))
+        echo(json.dumps(asdict(state), indent=2, sort_keys=True))
         return
     _ = i18n.translator(language_of(ctx))
-    click.echo(_("Surveys answered: {count}").format(count=state.surveys_answered))
-    click.echo(
+    echo(_("Surveys answered: {count}").format(count=state.surveys_answered))
+    echo(
         _("Epsilon spent: {spent} of your cap of {cap} ({left} left)").format(
             spent=f"{state.epsilon_spent:.4g}",
             cap=f"{state.epsilon_cap:.4g}",
@@ -487,19 +495,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     )
     if state.pending:
-        click.echo(
+        echo(
             _("Reports waiting to be sent: {count} (run `deniable sync`)").format(
                 count=state.pending
             )
         )
     else:
-        click.echo(_("Reports waiting to be sent: {count}").format(count=state.pending))
+        echo(_("Reports waiting to be sent: {count}").format(count=state.pending))
     if state.rejected:
-        click.echo(_("Reports rejected by the server: {count}").format(count=state.rejected))
+        echo(_("Reports rejected by the server: {count}").format(count=state.rejected))
     words = {"sent": _("sent"), "pending": _("waiting"), "rejected": _("rejected")}
     for entry in state.entries:
         reason = f" ({entry.reason})" if entry.reason and entry.status != "sent" else ""
-        click.echo(
+        echo(
             "  "
             + _(
                 "{survey} at {server}: epsilon {epsilon}, {status}{reason}, answered {when}"
@@ -523,11 +531,11 @@ def sync(ctx: click.Context) -> None:
         receipts = client.sync()
     _ = i18n.translator(language_of(ctx))
     if not receipts:
-        click.echo(_("Nothing to send."))
+        echo(_("Nothing to send."))
         return
     for receipt in receipts:
         reason = f" ({receipt.reason})" if receipt.reason else ""
-        click.echo(f"{receipt.survey} at {receipt.server}: {receipt.status}{reason}")
+        echo(f"{receipt.survey} at {receipt.server}: {receipt.status}{reason}")
     queued = [r for r in receipts if r.status == "queued"]
     if queued:
         fail(
@@ -555,9 +563,9 @@ def verify_page_command(url: str) -> None:
     exported page's address wherever it is hosted)."""
     verdict = verify_page(url)
     for check in verdict.checks:
-        click.echo(f"{check.name}: {'same' if check.same else 'DIFFERENT'}")
+        echo(f"{check.name}: {'same' if check.same else 'DIFFERENT'}")
         for line in check.details:
-            click.echo(f"  {line}")
+            echo(f"  {line}")
     problems = []
     code = sorted({c.name for c in verdict.checks if not c.same and c.kind == "code"})
     if code:
@@ -574,9 +582,9 @@ def verify_page_command(url: str) -> None:
         )
     if problems:
         fail("; ".join(problems))
-    click.echo("The page's code is the code you installed.")
+    echo("The page's code is the code you installed.")
     if verdict.aggregator:
-        click.echo(
+        echo(
             f"It pins survey {verdict.survey} as {verdict.aggregator} publishes it, and sends "
             "answers there."
         )
@@ -597,11 +605,11 @@ def page_export_command(url: str, directory: Path, force: bool) -> None:
     as a static site: the installed modules pinned by their hashes, the survey pinned by its
     hash, answers sent to that aggregator only."""
     done = export_page(url, directory, force=force)
-    click.echo(
+    echo(
         f"Exported survey {done.survey.id} (sha256 {done.survey.hash}) of {done.aggregator} "
         f"to {done.directory}: {', '.join(done.files)}"
     )
-    click.echo(
+    echo(
         f"Next: serve {done.directory} from any static host (try `python -m http.server 8080 "
         f"-d {done.directory}`), and add that host's origin (e.g. http://localhost:8080) to "
         f"DENIABLE_PAGE_ORIGINS on {done.aggregator}; then check it with `deniable verify-page "

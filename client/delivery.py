@@ -1,6 +1,6 @@
 """The delivery policy: what an aggregator's answer to POST /api/v1/reports means for a report.
 
-One rule set, the same as `classifyDelivery` in the web page's deniable.js, pinned by
+One rule set, the same as `classifyDelivery` in the web page's delivery.js, pinned by
 tests/conformance/delivery.json: a 2xx naming the report gives its result; 408, 425, 429, 5xx
 and every answer that is not the aggregator's own problem+json leave it queued (to be sent
 again after `Retry-After`, at most a day, or a backoff); any other 4xx problem+json rejects it

@@ -27,7 +27,14 @@ from deniable.client.http import Api, make_session
 from deniable.client.urls import normalize_url
 from deniable.shared.canonical import JSONTextError, parse_json
 from deniable.shared.errors import SurveyError
-from deniable.shared.page import IMPORTED, MODULES, exported_page, served_page, sri
+from deniable.shared.page import (
+    IMPORTED,
+    MODULES,
+    WORKER_IMPORTS,
+    exported_page,
+    served_page,
+    sri,
+)
 from deniable.shared.survey import Survey
 
 #: The page's scripts: the protocol module and the page logic that reads the form.
@@ -37,9 +44,9 @@ SCRIPTS = ("deniable.js", "respond.js")
 DATA_BLOCKS = ("page-messages", "page-plurals", "page-explanations")
 #: Redirects followed to reach a page (a directory's address answers with its slash added).
 MAX_REDIRECTS = 5
-#: The most module references read from one page (the page has six): a hostile page cannot
-#: make verify-page fetch without end.
-MAX_REFERENCES = 20
+#: The most module references read from one page (the aggregator's page has 26): a hostile
+#: page cannot make verify-page fetch without end.
+MAX_REFERENCES = 40
 
 
 @dataclass(frozen=True)
@@ -234,9 +241,8 @@ def _check_page(checker: _Checker, parsed: _PageParser) -> tuple[dict[str, objec
     worker = (parsed.main or {}).get("data-service-worker")
     if worker:  # a worker's script cannot be pinned by integrity: its bytes are compared
         checker.module(worker, "service worker", None)
-        checker.module(
-            urljoin(urljoin(checker.page_url, worker), "deniable.js"), "worker import", None
-        )
+        for name in WORKER_IMPORTS:  # the modules the worker imports, from beside it
+            checker.module(urljoin(urljoin(checker.page_url, worker), name), "worker import", None)
     if pinned_text is not None:
         try:
             value = parse_json(pinned_text)

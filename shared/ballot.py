@@ -13,7 +13,12 @@ from collections.abc import Collection, Mapping
 from fractions import Fraction
 
 from deniable.shared import i18n
-from deniable.shared.probability import bernoulli, format_probability, parse_probability
+from deniable.shared.probability import (
+    RandomBytes,
+    bernoulli,
+    format_probability,
+    parse_probability,
+)
 
 DIRECT = "direct"
 RANDOMIZED = "randomized"
@@ -41,9 +46,10 @@ def parse_share(value: object, *, field: str) -> Fraction:
     return share
 
 
-def draw_arm(share: Fraction) -> str:
-    """`direct` with probability exactly `share`, else `randomized` (secure coins, exact)."""
-    return DIRECT if bernoulli(share) else RANDOMIZED
+def draw_arm(share: Fraction, *, random_bytes: RandomBytes | None = None) -> str:
+    """`direct` with probability exactly `share`, else `randomized`: one coin of the byte
+    source (the secure one by default; docs/randomness.md)."""
+    return DIRECT if bernoulli(share, random_bytes) else RANDOMIZED
 
 
 def check_arms(arms: object, split: Collection[str], asked: Collection[str]) -> dict[str, str]:

@@ -4,32 +4,19 @@ and the aggregator's respondent page shows the same text.
 
 Every sentence is a gettext msgid (docs/translations.md): translated whole, with `{named}`
 placeholders, and the numbers formatted after translation. Pass `lang=` for the respondent's
-language; without it (or for a language with no catalog) the words are English. The English
-of each mechanism's sentence is its own `describe()` (tests/shared/test_i18n.py holds them
-equal), so the mechanism classes stay the one place where a mechanism is defined.
+language; without it (or for a language with no catalog) the words are English. What is sent
+is each mechanism's own sentence (its `describe`, given the translator), so the mechanism
+classes stay the one place where a mechanism is defined.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
 
 from deniable.shared import i18n
 from deniable.shared.i18n import N_
-from deniable.shared.longitudinal import LGRR, LOSUE
-from deniable.shared.mechanisms import (
-    GRR,
-    OUE,
-    PLAIN_NOTICE,
-    RR,
-    Coins,
-    Mechanism,
-    MultiRR,
-    OneBit,
-)
+from deniable.shared.mechanisms import PLAIN_NOTICE
 from deniable.shared.probability import percent
-from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 from deniable.shared.survey import Question, Survey, format_timestamp
 
 __all__ = [
@@ -47,8 +34,6 @@ __all__ = [
     "what_epsilon_means",
     "what_is_sent",
 ]
-
-Translate = Callable[[str], str]
 
 
 def odds_ratio(question: Question) -> Fraction | float:
@@ -80,197 +65,14 @@ def plain_notice(lang: str | None = None) -> str:
 
 N_("Sent exactly as you answer: this question is not randomized.")  # PLAIN_NOTICE's msgid
 
-# -- what is sent, one sentence per mechanism ---------------------------------------------------
-# Each takes the mechanism and the translator; the English msgid is the mechanism's describe().
-
-
-def _rr(m: Any, _: Translate) -> str:
-    return _(
-        'What is sent: "yes" or "no". Your true answer is kept with probability {keep}; '
-        "otherwise the opposite answer is sent ({flip})."
-    ).format(keep=percent(m.keep), flip=percent(1 - m.keep))
-
-
-def _coins(m: Any, _: Translate) -> str:
-    return _(
-        'What is sent: "yes" or "no", decided by two coins. Your true answer is kept with '
-        'probability {truth}; otherwise the second coin picks: "yes" with probability {yes}, '
-        '"no" with {no}. In all, "yes" is sent with probability {p} if you answered yes and '
-        "{q} if you answered no."
-    ).format(
-        truth=percent(m.truth),
-        yes=percent(m.yes),
-        no=percent(1 - m.yes),
-        p=percent(m.p_star),
-        q=percent(m.q_star),
-    )
-
-
-def _grr(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: one of the {k} options. Your true answer is kept with probability "
-        "{keep}; otherwise one of the other {others} options is sent, each with probability "
-        "{each}."
-    ).format(k=m.k, keep=percent(m.p_star), others=m.k - 1, each=percent(m.q_star))
-
-
-def _oue(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: a mark (0 or 1) for each of the {k} options. Your true answer is "
-        "marked with probability {p}, and every other option with probability {q}, each on "
-        "its own coin; so a report may mark several options, or none."
-    ).format(k=m.k, p=percent(m.p_star), q=percent(m.q_star))
-
-
-def _onebit(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: one bit (0 or 1), never your number. At {high} it is 1 with "
-        "probability {p}, at {low} with {q}, and in between in proportion: {p} of the time it "
-        "leans towards your number."
-    ).format(high=m.high, low=m.low, p=percent(m.p_star), q=percent(m.q_star))
-
-
-def _multi(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: a mark (selected or not) for each of the {k} options. Each mark is "
-        "your true choice with probability {keep} and the opposite otherwise ({flip}), on its "
-        "own coin; so a report may mark options you did not choose and leave out ones you did."
-    ).format(k=m.k, keep=percent(m.keep), flip=percent(1 - m.keep))
-
-
-def _cms(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: your answer is hashed on this device into one of {m} columns (with one "
-        "of {k} hash functions), and a row of {m} marks is sent: your column marked with "
-        "probability {p}, every other one with {q}, each on its own coin. Never your words."
-    ).format(m=m.m, k=m.k, p=percent(m.p_star), q=percent(m.q_star))
-
-
-def _hcms(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent: your answer is hashed on this device (with one of {k} hash functions "
-        "picked at random) and only one bit of a {m}-entry code of that hash leaves it, true "
-        "with probability {p} and flipped otherwise: never your words, and many different "
-        "answers give the same bit."
-    ).format(k=m.k, m=m.m, p=percent(m.p_star))
-
-
-def _rappor(m: Any, _: Translate) -> str:
-    return _(
-        "What is sent (RAPPOR): {k} bits of a Bloom filter of your answer, hashed on this "
-        "device; each bit set by your answer reads 1 with probability {p}, every other with "
-        "{q}. Never your words."
-    ).format(k=m.k, p=percent(m.p_star), q=percent(m.q_star))
-
-
-def _plain(m: Any, _: Translate) -> str:
-    return _(
-        "Sent exactly as you answer: this question is not randomized. Your answer itself is "
-        "sent (it is a plain question, used to group the randomized answers, e.g. by region), "
-        "so it is not deniable."
-    )
-
-
-def _waves_cost(m: Any, _: Translate) -> str:
-    return _(
-        "Privacy cost: at most epsilon {one} for one report, and at most {perm} for every wave "
-        "together, however many waves you answer; if your true answer changes, the new answer "
-        "costs {perm} again."
-    ).format(one=f"{m.epsilon_1:g}", perm=f"{m.epsilon_perm:g}")
-
-
-def _lgrr(m: Any, _: Translate) -> str:
-    if m.binary:
-        sent = _(
-            'This question is asked again in later waves. What is sent: "yes" or "no". Once, '
-            "your device draws a permanent answer and keeps it (never your true answer): your "
-            "true answer with probability {p1}, otherwise the opposite answer. Each wave sends "
-            "that permanent answer with probability {p2}, otherwise the opposite."
-        ).format(p1=percent(m.p1), p2=percent(m.p2))
-    else:
-        sent = _(
-            "This question is asked again in later waves. What is sent: one of the {k} options. "
-            "Once, your device draws a permanent answer and keeps it (never your true answer): "
-            "your true answer with probability {p1}, otherwise one of the other {others} options "
-            "at random. Each wave sends that permanent answer with probability {p2}, otherwise "
-            "another option at random."
-        ).format(k=m.k, others=m.k - 1, p1=percent(m.p1), p2=percent(m.p2))
-    return f"{sent} {_waves_cost(m, _)}"
-
-
-def _losue(m: Any, _: Translate) -> str:
-    sent = _(
-        "This question is asked again in later waves. What is sent: a mark (0 or 1) for each of "
-        "the {k} options. Once, your device draws a permanent set of marks and keeps it (never "
-        "your true answer): your answer marked with probability {p1}, every other option with "
-        "probability {q1}. Each wave sends every permanent mark as it is with probability {p2}, "
-        "otherwise flipped."
-    ).format(k=m.k, p1=percent(m.p1), q1=percent(m.q1), p2=percent(m.p2))
-    return f"{sent} {_waves_cost(m, _)}"
-
-
-def _randomized(m: Any, _: Translate) -> str:
-    return _("What is sent: a randomized answer ({name}).").format(name=m.name)
-
-
-#: The sentence of each mechanism class (looked up along the class's MRO, so a subclass
-#: inherits its parent's words until it has its own). Plain mechanisms are found by their
-#: p* = 1 (nothing randomized), whatever their class.
-_SENT: dict[type, Callable[[Any, Translate], str]] = {
-    RR: _rr,
-    Coins: _coins,
-    GRR: _grr,
-    OUE: _oue,
-    OneBit: _onebit,
-    MultiRR: _multi,
-    CMS: _cms,
-    HCMS: _hcms,
-    RAPPOR: _rappor,
-    LGRR: _lgrr,
-    LOSUE: _losue,
-    Mechanism: _randomized,
-    Sketch: _randomized,
-}
-
-
-def sentence_for(randomizer: object) -> Callable[[Any, Translate], str] | None:
-    """The translatable sentence of a mechanism, or None for one this module does not know."""
-    if getattr(randomizer, "epsilon", 0) is None:
-        return _plain
-    for cls in type(randomizer).__mro__:
-        if cls in _SENT:
-            return _SENT[cls]
-    return None
-
 
 def what_is_sent(question: Question, *, lang: str | None = None) -> str:
-    """One sentence: what leaves the device for this question, and how likely the truth is kept."""
-    sentence = sentence_for(question.randomizer)
-    if sentence is None:  # a mechanism with no translated words yet: its own English
-        return question.randomizer.describe()
-    return sentence(question.randomizer, i18n.translator(lang))
+    """One sentence: what leaves the device for this question, and how likely the truth is
+    kept, in the respondent's language (the mechanism's own `describe`)."""
+    return question.randomizer.describe(i18n.translator(lang))
 
 
-# -- what epsilon means, one whole sentence per question type ------------------------------------
-#: Each question type's `surer_of` -> the whole sentence it ends (translated as one).
-SURER: dict[str, str] = {
-    "you answered yes than no (or no than yes)": N_(
-        "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
-        "{times} times surer you answered yes than no (or no than yes)."
-    ),
-    "of any one answer than of another": N_(
-        "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
-        "{times} times surer of any one answer than of another."
-    ),
-    "of any one number than of another": N_(
-        "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
-        "{times} times surer of any one number than of another."
-    ),
-    "of any one set of choices than of another": N_(
-        "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
-        "{times} times surer of any one set of choices than of another."
-    ),
-}
+# -- what epsilon means, one whole sentence per question type (its `privacy_sentence`) ----------
 
 
 def what_epsilon_means(question: Question, *, lang: str | None = None) -> str:
@@ -283,11 +85,7 @@ def what_epsilon_means(question: Question, *, lang: str | None = None) -> str:
         )
     ratio = odds_ratio(question)
     eps = epsilon_text(question.epsilon, ratio)
-    surer_of = question.kind.surer_of
-    if surer_of in SURER:
-        return _(SURER[surer_of]).format(epsilon=eps, times=times(ratio))
-    learned = f"can be at most {times(ratio)} times surer {surer_of}"  # a new type's English
-    return f"Privacy cost: epsilon = {eps}. Whatever is sent, an observer {learned}."
+    return question.kind.privacy_sentence(_).format(epsilon=eps, times=times(ratio))
 
 
 def question_lines(question: Question, *, lang: str | None = None) -> list[str]:
@@ -347,38 +145,12 @@ def total_lines(
     return lines
 
 
-#: The lines a question type puts under its question (`QuestionType.explain_lines`), as
-#: msgids: its option list, then fixed sentences; a line not listed stays in English.
-_OPTIONS = N_("Options: {options}")
-_WHOLE_NUMBER = N_("A whole number from {low} to {high}.")
-_FIXED = {
-    text: text
-    for text in (
-        N_("Select all that apply (or none)."),
-        N_("Answer in your own words (a word or a short phrase)."),
-    )
-}
-
-
 def kind_lines(
     question: Question, *, lang: str | None = None, labels: list[str] | None = None
 ) -> list[str]:
     """The lines under a question's text in `deniable explain`, in `lang`: its type's
     `explain_lines`, with the option `labels` of the survey's language when given."""
-    _ = i18n.translator(lang)
-    out = []
-    for line in question.kind.explain_lines(question):
-        indent = line[: len(line) - len(line.lstrip())]
-        text = line.strip()
-        if text.startswith("Options: "):
-            shown = labels if labels else list(question.options)
-            text = _(_OPTIONS).format(options=", ".join(shown))
-        elif text == f"A whole number from {question.low} to {question.high}.":
-            text = _(_WHOLE_NUMBER).format(low=question.low, high=question.high)
-        elif text in _FIXED:
-            text = _(_FIXED[text])
-        out.append(indent + text)
-    return out
+    return question.kind.explain_lines(question, i18n.translator(lang), labels)
 
 
 def explain_survey(

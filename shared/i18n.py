@@ -102,6 +102,16 @@ def plural_messages(tag: str | None) -> dict[str, list[str]]:
     return {msgid: [found[i] for i in sorted(found)] for msgid, found in forms.items()}
 
 
+#: A translator: a msgid -> its words in one language (what `translator(tag)` returns).
+Translate = Callable[[str], str]
+
+
+def english(msgid: str) -> str:
+    """A msgid's English: itself (the source is written in English); the translator a
+    sentence takes when no language is asked for."""
+    return msgid
+
+
 def N_(msgid: str) -> str:
     """Mark a text for extraction without translating it yet (it is translated where used)."""
     return msgid

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, ClassVar
 
 from deniable.shared.errors import SurveyError
+from deniable.shared.i18n import Translate, english
 from deniable.shared.mechanisms import (
     HALF,
     MAX_EPSILON,
@@ -47,7 +48,7 @@ from deniable.shared.mechanisms import (
     unary_draw,
     unary_probability,
 )
-from deniable.shared.probability import Coin, percent, round_down, round_up
+from deniable.shared.probability import Coin, RandomBytes, percent, round_down, round_up
 
 #: A memo: the permanent response kept in the ledger, in the wire encoding of the question
 #: (an option index for L-GRR, a string of k '0'/'1' for L-OSUE). Never the true value.
@@ -94,6 +95,14 @@ class Longitudinal(Mechanism):
     the stated epsilons, the memo and the exact channel."""
 
     longitudinal: ClassVar[bool] = True
+    #: The one-report mechanism a question names to be chained with this protocol, as its
+    #: resolved form is read back (None: the one its type chains by default).
+    base: ClassVar[str | None] = None
+
+    @classmethod
+    def for_series(cls, k: int, epsilon_perm: float, epsilon_1: float) -> Longitudinal:
+        """The protocol a series plan asks for over k options at (epsilon_perm, epsilon_1)."""
+        return cls(k, epsilon_perm, epsilon_1)  # type: ignore[call-arg]
 
     epsilon_perm: float
     epsilon_1: float
@@ -159,18 +168,19 @@ class Longitudinal(Mechanism):
             )
 
     # -- on the device ----------------------------------------------------------------------
-    def permanent(self, index: int) -> Memo:
+    def permanent(self, index: int, *, random_bytes: RandomBytes | None = None) -> Memo:
         """The permanent response of true option `index`: drawn once per (series, question,
         true value) and kept in the ledger in place of the true value."""
-        return self._permanent(self._index(index))
+        return self._permanent(self._index(index), random_bytes)
 
-    def instantaneous(self, memo: Memo) -> Encoded:
+    def instantaneous(self, memo: Memo, *, random_bytes: RandomBytes | None = None) -> Encoded:
         """This wave's report: the memo randomized again with fresh coins."""
-        return self._instantaneous(self.validate_memo(memo))
+        return self._instantaneous(self.validate_memo(memo), random_bytes)
 
-    def randomize(self, index: int) -> Encoded:
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
         """One report without a ledger (a simulation, or one wave): both rounds at once."""
-        return self.instantaneous(self.permanent(index))
+        memo = self.permanent(index, random_bytes=random_bytes)
+        return self.instantaneous(memo, random_bytes=random_bytes)
 
     def validate_memo(self, memo: object) -> Memo:
         """Return `memo` if it is a well-formed memo (read back from a ledger), else ValueError."""
@@ -182,11 +192,11 @@ class Longitudinal(Mechanism):
         return index
 
     @abstractmethod
-    def _permanent(self, index: int) -> Memo:
+    def _permanent(self, index: int, source: RandomBytes | None) -> Memo:
         """The permanent round's draw for a checked option index."""
 
     @abstractmethod
-    def _instantaneous(self, memo: Memo) -> Encoded:
+    def _instantaneous(self, memo: Memo, source: RandomBytes | None) -> Encoded:
         """The instantaneous round's draw for a checked memo."""
 
     # -- exact transition probabilities ---------------------------------------------------------
@@ -238,12 +248,12 @@ class Longitudinal(Mechanism):
             f"answer (a report supports the truth with probability {float(self.p_star):.0%})"
         )
 
-    def _costs(self) -> str:
-        return (
-            f"Privacy cost: at most epsilon {self.epsilon_1:g} for one report, and at most "
-            f"{self.epsilon_perm:g} for every wave together, however many waves you answer; "
-            f"if your true answer changes, the new answer costs {self.epsilon_perm:g} again."
-        )
+    def _costs(self, _: Translate) -> str:
+        return _(
+            "Privacy cost: at most epsilon {one} for one report, and at most {perm} for every wave "
+            "together, however many waves you answer; if your true answer changes, the new answer "
+            "costs {perm} again."
+        ).format(one=f"{self.epsilon_1:g}", perm=f"{self.epsilon_perm:g}")
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params_text().items())
@@ -265,6 +275,11 @@ class LGRR(Longitudinal, _OptionIndex):
 
     name = "l-grr"
     binary = False
+
+    @classmethod
+    def for_series(cls, k: int, epsilon_perm: float, epsilon_1: float) -> Longitudinal:
+        """L-GRR, over a binary question's yes and no when k is 2."""
+        return cls(k, epsilon_perm, epsilon_1, binary=k == 2)
 
     def __init__(
         self, k: int, epsilon_perm: float, epsilon_1: float, *, binary: bool = False
@@ -294,11 +309,11 @@ class LGRR(Longitudinal, _OptionIndex):
         self._keep = Coin(self.p2)
         self._first = Coin(self.p1)
 
-    def _permanent(self, index: int) -> Memo:
-        return grr_draw(self._first, index, self.k)
+    def _permanent(self, index: int, source: RandomBytes | None) -> Memo:
+        return grr_draw(self._first, index, self.k, source)
 
-    def _instantaneous(self, memo: Memo) -> Encoded:
-        return grr_draw(self._keep, int(memo), self.k)
+    def _instantaneous(self, memo: Memo, source: RandomBytes | None) -> Encoded:
+        return grr_draw(self._keep, int(memo), self.k, source)
 
     def memo_probability(self, memo: Memo, index: int) -> Fraction:
         return self.p1 if memo == index else self.q1
@@ -306,22 +321,23 @@ class LGRR(Longitudinal, _OptionIndex):
     def report_probability(self, encoded: Encoded, memo: Memo) -> Fraction:
         return self.p2 if encoded == memo else self.q2
 
-    def describe(self) -> str:
+    def describe(self, _: Translate = english) -> str:
         if self.binary:
-            what = '"yes" or "no"'
-            other_memo = "the opposite answer"
-            other_wave = "the opposite"
+            sent = _(
+                'This question is asked again in later waves. What is sent: "yes" or "no". Once, '
+                "your device draws a permanent answer and keeps it (never your true answer): your "
+                "true answer with probability {p1}, otherwise the opposite answer. Each wave sends "
+                "that permanent answer with probability {p2}, otherwise the opposite."
+            ).format(p1=percent(self.p1), p2=percent(self.p2))
         else:
-            what = f"one of the {self.k} options"
-            other_memo = f"one of the other {self.k - 1} options at random"
-            other_wave = "another option at random"
-        return (
-            f"This question is asked again in later waves. What is sent: {what}. Once, your "
-            f"device draws a permanent answer and keeps it (never your true answer): your true "
-            f"answer with probability {percent(self.p1)}, otherwise {other_memo}. Each wave "
-            f"sends that permanent answer with probability {percent(self.p2)}, otherwise "
-            f"{other_wave}. {self._costs()}"
-        )
+            sent = _(
+                "This question is asked again in later waves. What is sent: one of the {k} "
+                "options. Once, your device draws a permanent answer and keeps it (never your "
+                "true answer): your true answer with probability {p1}, otherwise one of the other "
+                "{others} options at random. Each wave sends that permanent answer with "
+                "probability {p2}, otherwise another option at random."
+            ).format(k=self.k, others=self.k - 1, p1=percent(self.p1), p2=percent(self.p2))
+        return f"{sent} {self._costs(_)}"
 
 
 class LOSUE(Longitudinal, _BitString):
@@ -334,6 +350,7 @@ class LOSUE(Longitudinal, _BitString):
     q1 rounded up and p2 down to 12 decimals (towards privacy)."""
 
     name = "l-osue"
+    base = "oue"
     binary = False
     one_per_report = False
     bit_string = True
@@ -366,11 +383,11 @@ class LOSUE(Longitudinal, _BitString):
         """e^epsilon of a unary encoding whose bit is 1 with p (own) or q (any other)."""
         return (p * (1 - q)) / ((1 - p) * q)
 
-    def _permanent(self, index: int) -> Memo:
-        return unary_draw(self._own, self._other, index, self.k)
+    def _permanent(self, index: int, source: RandomBytes | None) -> Memo:
+        return unary_draw(self._own, self._other, index, self.k, source)
 
-    def _instantaneous(self, memo: Memo) -> Encoded:
-        kept = self._keep.bit_string(self.k)
+    def _instantaneous(self, memo: Memo, source: RandomBytes | None) -> Encoded:
+        kept = self._keep.bit_string(self.k, source)
         return "".join(
             m if c == "1" else ("0" if m == "1" else "1")
             for m, c in zip(str(memo), kept, strict=True)
@@ -389,15 +406,15 @@ class LOSUE(Longitudinal, _BitString):
         # The bits are independent through both rounds: per bit, p* (own) or q* (any other).
         return unary_probability(encoded, index, self.p_star, self.q_star)
 
-    def describe(self) -> str:
-        return (
-            f"This question is asked again in later waves. What is sent: a mark (0 or 1) for "
-            f"each of the {self.k} options. Once, your device draws a permanent set of marks "
-            f"and keeps it (never your true answer): your answer marked with probability "
-            f"{percent(self.p1)}, every other option with probability {percent(self.q1)}. Each "
-            f"wave sends every permanent mark as it is with probability {percent(self.p2)}, "
-            f"otherwise flipped. {self._costs()}"
-        )
+    def describe(self, _: Translate = english) -> str:
+        sent = _(
+            "This question is asked again in later waves. What is sent: a mark (0 or 1) for each "
+            "of the {k} options. Once, your device draws a permanent set of marks and keeps it "
+            "(never your true answer): your answer marked with probability {p1}, every other "
+            "option with probability {q1}. Each wave sends every permanent mark as it is with "
+            "probability {p2}, otherwise flipped."
+        ).format(k=self.k, p1=percent(self.p1), q1=percent(self.q1), p2=percent(self.p2))
+        return f"{sent} {self._costs(_)}"
 
 
 PROTOCOLS: dict[str, type[Longitudinal]] = {LGRR.name: LGRR, LOSUE.name: LOSUE}
@@ -412,15 +429,12 @@ def auto(k: int, epsilon_perm: float, epsilon_1: float) -> Longitudinal:
     return grr if grr.variance(1, f, 0) <= oue.variance(1, f, 0) else oue
 
 
-def _binary_lgrr(k: int, epsilon_perm: float, epsilon_1: float) -> Longitudinal:
-    return LGRR(2, epsilon_perm, epsilon_1, binary=True)
-
-
-#: Per question type, the one-report mechanism a question names (None: none named) -> the
-#: protocol its waves are randomized with (from_question_doc).
-_CHAINS: dict[str, dict[str | None, Any]] = {
-    "binary": {None: _binary_lgrr, "rr": _binary_lgrr, "coins": _binary_lgrr},
-    "categorical": {None: LGRR, "grr": LGRR, "oue": LOSUE, "auto": auto},
+#: The protocols a series plan is asked for by name, L-GRR (the default) first, and how each
+#: is built over k options at (epsilon_perm, epsilon_1).
+PLANNED: dict[str, Callable[[int, float, float], Longitudinal]] = {
+    LGRR.name: LGRR.for_series,
+    LOSUE.name: LOSUE.for_series,
+    "auto": auto,
 }
 
 
@@ -446,14 +460,14 @@ def from_question_doc(doc: Mapping[str, Any], k: int, where: str = "") -> Longit
     if unknown or missing:
         reason = f"unknown key {unknown[0]!r}" if unknown else f"missing {missing[0]!r}"
         raise _fail(where, f"{reason}; give exactly epsilon_perm and epsilon_1")
+    from deniable.shared.questions import QUESTION_TYPES  # the types declare their chains
+
     kind = doc.get("type")
-    if kind not in ("binary", "categorical"):
-        raise _fail(
-            where,
-            f"only binary and categorical questions can be asked in waves, not {kind!r}",
-        )
+    chains = getattr(QUESTION_TYPES.get(kind) if isinstance(kind, str) else None, "chains", {})
+    if not chains:
+        chained = " and ".join(name for name, t in QUESTION_TYPES.items() if t.chains)
+        raise _fail(where, f"only {chained} questions can be asked in waves, not {kind!r}")
     mechanism = doc.get("mechanism")
-    chains = _CHAINS[kind]
     if mechanism == PLAIN:
         raise _fail(
             where,

@@ -16,19 +16,22 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import compress, product
 from typing import ClassVar
 
+from deniable.shared.i18n import Translate, english
 from deniable.shared.probability import (
     Coin,
+    RandomBytes,
     bernoulli,
     format_probability,
     parse_probability,
     percent,
+    randbelow,
     round_down,
     round_up,
-    uniform_index,
 )
 
 #: Per-question epsilon bounds. Below the minimum the rounded coins would be fair (no signal);
@@ -59,6 +62,40 @@ def _check_epsilon(epsilon: float, field: str) -> float:
     return float(epsilon)
 
 
+@dataclass(frozen=True)
+class Planning:
+    """What the planners may do with a mechanism (docs/researchers.md#planning-a-survey): the name
+    they take it by (`deniable-aggregator plan --mechanism`) and the plan it gets. The class
+    builds it at an epsilon (`planned`)."""
+
+    #: The name the planners take it by.
+    name: str
+    #: The plan's rows: "options" (beside the mechanisms compared for its count of options),
+    #: "alone", "sketches" (beside the other sketches) or "decoded" (from its decoder).
+    rows: str = "options"
+    #: Whether it answers binary questions only (options 2).
+    binary_only: bool = False
+    #: Whether it plans a mean over a range (--range), not shares.
+    ranged: bool = False
+    #: Whether its row names the mechanism it picked, like "auto (grr)".
+    picks: bool = False
+    #: What is planned, when not options or a range ("{k}": the options).
+    what: str | None = None
+    #: Whether a plan shows it beside the others of its kind (binary ones for 2 options, the
+    #: others for more).
+    compared: bool = False
+    #: Whether it is the planner's default for its kind (binary or not).
+    default: bool = False
+    #: Whether the margin planner takes it.
+    margin: bool = True
+    #: Whether a power calculation takes it (a binary design: p*, q*).
+    power: bool = False
+    #: Whether it needs an epsilon (a plain question has none).
+    needs_epsilon: bool = True
+    #: A sketch's shape when none is given (hash functions, columns or bits, hashes, cohorts).
+    shape: tuple[int, ...] | None = None
+
+
 class Mechanism(ABC):
     """A pure LDP protocol over `k` options with support probabilities p* and q*."""
 
@@ -70,6 +107,19 @@ class Mechanism(ABC):
     one_per_report: ClassVar[bool] = True
     #: Whether a report is a string of '0'/'1' (oue, multi), not an option's index.
     bit_string: ClassVar[bool] = False
+    #: Whether it sends the answer as given (the `none` mechanisms): no epsilon, nothing to
+    #: randomize, nothing to memoize.
+    plain: ClassVar[bool] = False
+    #: What the planners may do with it (None: they do not take it).
+    planning: ClassVar[Planning | None] = None
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        """The mechanism a planner asks for at `epsilon` over k options (a range `width`
+        wide for a mean); ValueError if it does not fit."""
+        raise ValueError(f"{cls.name} is not planned")
 
     def __init__(self, k: int) -> None:
         if k < 2:
@@ -109,8 +159,9 @@ class Mechanism(ABC):
 
     # -- on the device ---------------------------------------------------------------------
     @abstractmethod
-    def randomize(self, index: int) -> Encoded:
-        """The noisy encoded report of true option `index`, drawn with exact secure coins."""
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        """The noisy encoded report of true option `index`, drawn with exact coins from
+        `random_bytes` (the secure source by default; docs/randomness.md says which draws)."""
 
     # -- on the aggregator -------------------------------------------------------------------
     @abstractmethod
@@ -156,9 +207,10 @@ class Mechanism(ABC):
         return worst / (n * gap * gap)
 
     # -- in plain words (docs/respondents.md) -------------------------------------------------
-    def describe(self) -> str:
-        """One sentence: what leaves the device, and how likely the truth is kept."""
-        return f"What is sent: a randomized answer ({self.name})."
+    def describe(self, _: Translate = english) -> str:
+        """One sentence: what leaves the device, and how likely the truth is kept, in the
+        language of the translator `_` (English by default; docs/translations.md)."""
+        return _("What is sent: a randomized answer ({name}).").format(name=self.name)
 
     def odds_ratio(self) -> Fraction | float:
         """e^epsilon, exactly where the coins allow: the most an observer's odds can move."""
@@ -232,6 +284,13 @@ class RR(KeepOrFlip, _BinaryMechanism):
     """
 
     name = "rr"
+    planning = Planning("rr", binary_only=True, compared=True, default=True, power=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls.from_epsilon(epsilon=epsilon)
 
     def __init__(self, *, keep: Fraction) -> None:
         super().__init__()
@@ -247,12 +306,11 @@ class RR(KeepOrFlip, _BinaryMechanism):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
-    def describe(self) -> str:
-        return (
-            f'What is sent: "yes" or "no". Your true answer is kept with probability '
-            f"{percent(self.keep)}; otherwise the opposite answer is sent "
-            f"({percent(1 - self.keep)})."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            'What is sent: "yes" or "no". Your true answer is kept with probability {keep}; '
+            "otherwise the opposite answer is sent ({flip})."
+        ).format(keep=percent(self.keep), flip=percent(1 - self.keep))
 
     def odds_ratio(self) -> Fraction | float:
         p, q = self.p_star, self.q_star
@@ -262,8 +320,8 @@ class RR(KeepOrFlip, _BinaryMechanism):
         p = float(self.p_star)
         return f"each answer is kept truthfully with probability {p:.0%}, otherwise flipped"
 
-    def randomize(self, index: int) -> Encoded:
-        return index if self._keep.flip() else 1 - index
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        return index if self._keep.flip(random_bytes) else 1 - index
 
 
 class Coins(_BinaryMechanism):
@@ -271,6 +329,16 @@ class Coins(_BinaryMechanism):
     probability `yes`. p* = truth + (1-truth) yes, q* = (1-truth) yes."""
 
     name = "coins"
+    planning = Planning("coins", binary_only=True, compared=True, power=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        """The two-coin design with a fair second coin (yes = 1/2) at (at most) epsilon."""
+        _check_epsilon(epsilon, "epsilon")
+        e = math.exp(epsilon)
+        return cls(truth=round_down((e - 1.0) / (e + 1.0)), yes=HALF)
 
     def __init__(self, *, truth: Fraction, yes: Fraction) -> None:
         super().__init__()
@@ -293,14 +361,18 @@ class Coins(_BinaryMechanism):
     def params(self) -> dict[str, Fraction]:
         return {"truth": self.truth, "yes": self.yes}
 
-    def describe(self) -> str:
-        truth, yes = self.truth, self.yes
-        return (
-            f'What is sent: "yes" or "no", decided by two coins. Your true answer is kept with '
-            f"probability {percent(truth)}; otherwise the second coin picks: "
-            f'"yes" with probability {percent(yes)}, "no" with {percent(1 - yes)}. '
-            f'In all, "yes" is sent with probability {percent(self.p_star)} if you answered yes '
-            f"and {percent(self.q_star)} if you answered no."
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            'What is sent: "yes" or "no", decided by two coins. Your true answer is kept with '
+            'probability {truth}; otherwise the second coin picks: "yes" with probability {yes}, '
+            '"no" with {no}. In all, "yes" is sent with probability {p} if you answered yes and '
+            "{q} if you answered no."
+        ).format(
+            truth=percent(self.truth),
+            yes=percent(self.yes),
+            no=percent(1 - self.yes),
+            p=percent(self.p_star),
+            q=percent(self.q_star),
         )
 
     def odds_ratio(self) -> Fraction | float:
@@ -315,17 +387,17 @@ class Coins(_BinaryMechanism):
             f"with probability {p:.0%}, from a true no with probability {q:.0%})"
         )
 
-    def randomize(self, index: int) -> Encoded:
-        if self._truth.flip():
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        if self._truth.flip(random_bytes):
             return index
-        return 1 if self._yes.flip() else 0
+        return 1 if self._yes.flip(random_bytes) else 0
 
 
-def grr_draw(keep: Coin, index: int, k: int) -> int:
+def grr_draw(keep: Coin, index: int, k: int, source: RandomBytes | None = None) -> int:
     """GRR's draw: `index` if the `keep` coin comes up, else one of the k - 1 others uniformly."""
-    if keep.flip():
+    if keep.flip(source):
         return index
-    other = uniform_index(k - 1)
+    other = randbelow(k - 1, source)
     return other if other < index else other + 1
 
 
@@ -351,6 +423,13 @@ class GRR(_OptionIndex):
 
     name = "grr"
     binary = False
+    planning = Planning("grr", compared=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls.from_epsilon(k, epsilon=epsilon)
 
     def __init__(self, k: int, *, keep: Fraction) -> None:
         super().__init__(k)
@@ -378,12 +457,12 @@ class GRR(_OptionIndex):
     def epsilon(self) -> float:
         return math.log(self.p_star / self.q_star)
 
-    def describe(self) -> str:
-        return (
-            f"What is sent: one of the {self.k} options. Your true answer is kept with "
-            f"probability {percent(self.p_star)}; otherwise one of the other {self.k - 1} "
-            f"options is sent, each with probability {percent(self.q_star)}."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: one of the {k} options. Your true answer is kept with probability "
+            "{keep}; otherwise one of the other {others} options is sent, each with probability "
+            "{each}."
+        ).format(k=self.k, keep=percent(self.p_star), others=self.k - 1, each=percent(self.q_star))
 
     def in_brief(self) -> str:
         return (
@@ -397,8 +476,8 @@ class GRR(_OptionIndex):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
-    def randomize(self, index: int) -> Encoded:
-        return grr_draw(self._keep, index, self.k)
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        return grr_draw(self._keep, index, self.k, random_bytes)
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         return self.p_star if encoded == index else self.q_star
@@ -416,11 +495,12 @@ def ones_at(bits: str, base: int = 0) -> tuple[int, ...]:
     )
 
 
-def unary_draw(own: Coin, other: Coin, index: int, k: int) -> str:
-    """Unary encoding's draw: k bits from the `other` coin, bit `index` from the `own` one."""
-    bits = other.bit_string(k)
-    bit = "1" if own.flip() else "0"
-    return bits[:index] + bit + bits[index + 1 :]
+def unary_draw(
+    own: Coin, other: Coin, index: int, k: int, source: RandomBytes | None = None
+) -> str:
+    """Unary encoding's draw: one row of k flips, bit `index` from the `own` coin and every
+    other from the `other` one."""
+    return other.bit_string(k, source, {index: own})
 
 
 def unary_probability(encoded: Encoded, index: int, p: Fraction, q: Fraction) -> Fraction:
@@ -460,6 +540,13 @@ class OUE(_BitString):
     name = "oue"
     binary = False
     one_per_report = False
+    planning = Planning("oue", compared=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls.from_epsilon(k, epsilon=epsilon)
 
     def __init__(self, k: int, *, q: Fraction, p: Fraction = HALF) -> None:
         super().__init__(k)
@@ -491,13 +578,12 @@ class OUE(_BitString):
     def params(self) -> dict[str, Fraction]:
         return {"p": self.p, "q": self.q}
 
-    def describe(self) -> str:
-        return (
-            f"What is sent: a mark (0 or 1) for each of the {self.k} options. Your true "
-            f"answer is marked with probability {percent(self.p_star)}, and every other option "
-            f"with probability {percent(self.q_star)}, each on its own coin; so a report may "
-            "mark several options, or none."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: a mark (0 or 1) for each of the {k} options. Your true answer is "
+            "marked with probability {p}, and every other option with probability {q}, each on "
+            "its own coin; so a report may mark several options, or none."
+        ).format(k=self.k, p=percent(self.p_star), q=percent(self.q_star))
 
     def odds_ratio(self) -> Fraction | float:
         p, q = self.p_star, self.q_star
@@ -510,8 +596,8 @@ class OUE(_BitString):
             f"other option's bit with probability {q:.0%}"
         )
 
-    def randomize(self, index: int) -> Encoded:
-        return unary_draw(self._p, self._q, index, self.k)
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        return unary_draw(self._p, self._q, index, self.k, random_bytes)
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         return unary_probability(encoded, index, self.p, self.q)
@@ -526,6 +612,7 @@ class _SentAsAnswered:
     no epsilon (it protects nothing and adds nothing to a survey's) and no parameters."""
 
     name = "none"
+    plain = True
 
     @property
     def p_star(self) -> Fraction:
@@ -542,10 +629,12 @@ class _SentAsAnswered:
     def params(self) -> dict[str, Fraction]:
         return {}
 
-    def describe(self) -> str:
-        return (
-            f"{PLAIN_NOTICE} Your answer itself is sent (it is a plain question, used to "
-            "group the randomized answers, e.g. by region), so it is not deniable."
+    def describe(self, _: Translate = english) -> str:
+        # One sentence with PLAIN_NOTICE at its head, translated whole.
+        return _(
+            "Sent exactly as you answer: this question is not randomized. Your answer itself is "
+            "sent (it is a plain question, used to group the randomized answers, e.g. by region), "
+            "so it is not deniable."
         )
 
     def in_brief(self) -> str:
@@ -559,11 +648,20 @@ class Plain(_SentAsAnswered, _OptionIndex):
     nothing and adds nothing to a survey's (docs/surveys.md: no epsilon). Respondents are told
     so before anything is sent."""
 
+    #: A power calculation takes a plain yes/no (p* = 1, q* = 0) as its baseline.
+    planning = Planning("none", binary_only=True, margin=False, power=True, needs_epsilon=False)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float | None, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls(2, binary=True)
+
     def __init__(self, k: int, *, binary: bool = False) -> None:
         super().__init__(k)
         self.binary = binary  # type: ignore[misc]
 
-    def randomize(self, index: int) -> Encoded:
+    def randomize(self, index: int, *, random_bytes: RandomBytes | None = None) -> Encoded:
         return index
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
@@ -582,6 +680,13 @@ class OneBit(KeepOrFlip, _BinaryMechanism):
     the offset x - min. Its tally slots are the reports 0 and 1, as a binary question's."""
 
     name = "onebit"
+    planning = Planning("onebit", rows="alone", ranged=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls.from_epsilon(low=0, high=width, epsilon=epsilon)
 
     def __init__(self, *, low: int, high: int, keep: Fraction) -> None:
         super().__init__()
@@ -601,13 +706,12 @@ class OneBit(KeepOrFlip, _BinaryMechanism):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
-    def describe(self) -> str:
-        return (
-            f"What is sent: one bit (0 or 1), never your number. At {self.high} it is 1 with "
-            f"probability {percent(self.p_star)}, at {self.low} with "
-            f"{percent(self.q_star)}, and in between in proportion: "
-            f"{percent(self.p_star)} of the time it leans towards your number."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: one bit (0 or 1), never your number. At {high} it is 1 with "
+            "probability {p}, at {low} with {q}, and in between in proportion: {p} of the time it "
+            "leans towards your number."
+        ).format(high=self.high, low=self.low, p=percent(self.p_star), q=percent(self.q_star))
 
     def odds_ratio(self) -> Fraction | float:
         return self.p_star / self.q_star
@@ -624,8 +728,9 @@ class OneBit(KeepOrFlip, _BinaryMechanism):
         q = self.q_star
         return q + (self.p_star - q) * Fraction(offset, self.high - self.low)
 
-    def randomize(self, index: Truth) -> Encoded:
-        return 1 if bernoulli(self.one_probability(int(index))) else 0  # type: ignore[arg-type]
+    def randomize(self, index: Truth, *, random_bytes: RandomBytes | None = None) -> Encoded:
+        one = self.one_probability(int(index))  # type: ignore[arg-type]
+        return 1 if bernoulli(one, random_bytes) else 0
 
     def probability(self, encoded: Encoded, index: int) -> Fraction:
         one = self.one_probability(index)
@@ -642,7 +747,7 @@ class PlainInteger(_SentAsAnswered, Mechanism):
         super().__init__(high - low + 1)
         self.low, self.high = low, high
 
-    def randomize(self, index: Truth) -> Encoded:
+    def randomize(self, index: Truth, *, random_bytes: RandomBytes | None = None) -> Encoded:
         return self.low + int(index)  # type: ignore[arg-type]
 
     def validate(self, encoded: object) -> Encoded:
@@ -687,6 +792,15 @@ class MultiRR(KeepOrFlip, _Selection):
     eps/k, independently, so any change of the selected set costs at most eps in total."""
 
     name = "rr"
+    planning = Planning(
+        "multi", rows="alone", what="{k} options, each selected or not at epsilon / {k}"
+    )
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return cls.from_epsilon(k, epsilon=epsilon)
 
     def __init__(self, k: int, *, keep: Fraction) -> None:
         super().__init__(k)
@@ -711,14 +825,12 @@ class MultiRR(KeepOrFlip, _Selection):
     def params(self) -> dict[str, Fraction]:
         return {"keep": self.keep}
 
-    def describe(self) -> str:
-        keep = self.keep
-        return (
-            f"What is sent: a mark (selected or not) for each of the {self.k} options. "
-            f"Each mark is your true choice with probability {percent(keep)} and the opposite "
-            f"otherwise ({percent(1 - keep)}), on its own coin; so a report may mark options "
-            "you did not choose and leave out ones you did."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: a mark (selected or not) for each of the {k} options. Each mark is "
+            "your true choice with probability {keep} and the opposite otherwise ({flip}), on its "
+            "own coin; so a report may mark options you did not choose and leave out ones you did."
+        ).format(k=self.k, keep=percent(self.keep), flip=percent(1 - self.keep))
 
     def odds_ratio(self) -> Fraction | float:
         return (self.p_star / self.q_star) ** self.k  # each option's rr, composed over k
@@ -730,16 +842,16 @@ class MultiRR(KeepOrFlip, _Selection):
             f"(epsilon / {self.k} per option)"
         )
 
-    def randomize(self, index: Truth) -> Encoded:
+    def randomize(self, index: Truth, *, random_bytes: RandomBytes | None = None) -> Encoded:
         chosen = index if isinstance(index, frozenset) else frozenset({index})
-        kept = self._keep.bit_string(self.k)
+        kept = self._keep.bit_string(self.k, random_bytes)
         return "".join(c if i in chosen else ("0" if c == "1" else "1") for i, c in enumerate(kept))
 
 
 class PlainSelection(_SentAsAnswered, _Selection):
     """`none` for a multi question: the selected options are sent as given."""
 
-    def randomize(self, index: Truth) -> Encoded:
+    def randomize(self, index: Truth, *, random_bytes: RandomBytes | None = None) -> Encoded:
         chosen = index if isinstance(index, frozenset) else frozenset({index})
         return "".join("1" if i in chosen else "0" for i in range(self.k))
 
@@ -750,10 +862,12 @@ class PlainSelection(_SentAsAnswered, _Selection):
 MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (RR, Coins, GRR, OUE, Plain, OneBit)}
 #: The plain (not randomized) mechanism's name.
 PLAIN = Plain.name
-BINARY_MECHANISMS = ("rr", "coins")
-CATEGORICAL_MECHANISMS = ("grr", "oue", "auto")
-INTEGER_MECHANISMS = ("onebit",)
-MULTI_MECHANISMS = ("rr",)
+
+
+def names_plain(name: object) -> bool:
+    """Whether a document's `mechanism` names the plain one (sent as answered, `none`)."""
+    return name == PLAIN
+
 
 #: The parameter names of each mechanism, as written in a survey under the mechanism's name.
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -772,6 +886,21 @@ def auto(k: int, *, epsilon: float) -> Mechanism:
     oue = OUE.from_epsilon(k, epsilon=epsilon)
     f = 1.0 / k
     return grr if grr.variance(1, f, 0) <= oue.variance(1, f, 0) else oue
+
+
+class Auto:
+    """`auto`, a name a categorical question may give: grr or oue, whichever is more accurate
+    (`auto()`); never a mechanism of its own, so it has only its name and its planning."""
+
+    name = "auto"
+    plain = False
+    planning = Planning("auto", picks=True, default=True)
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Mechanism:
+        return auto(k, epsilon=epsilon)
 
 
 def from_epsilon(name: str, k: int, *, epsilon: float) -> Mechanism:

@@ -45,11 +45,25 @@ from deniable.shared.survey import Question, Survey
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-#: The page's files: the protocol module, the relay's sealing, the skip-logic conditions, the
-#: memo of permanent answers (waves), the language switcher, the survey texts' markdown, the
+#: The protocol: the module the page imports (deniable.js) and the modules it imports, each
+#: one concern (docs/architecture.md); the service worker imports them all too.
+PROTOCOL = (
+    "deniable.js",
+    "probability.js",
+    "text.js",
+    "mechanisms.js",
+    "canonical.js",
+    "signing.js",
+    "ledger.js",
+    "delivery.js",
+)
+#: What the service worker (sw.js) imports, from beside it: the protocol and the relay's sealing.
+WORKER_IMPORTS = (*PROTOCOL, "ohttp.js")
+#: The page's files: the protocol, the relay's sealing, the skip-logic conditions, the memo of
+#: permanent answers (waves), the language switcher, the survey texts' markdown, the
 #: shared-device mode, the page, the service worker and the stylesheet.
 MODULES = (
-    "deniable.js",
+    *PROTOCOL,
     "ohttp.js",
     "conditions.js",
     "memo.js",
@@ -61,11 +75,11 @@ MODULES = (
     "respond.css",
 )
 #: The modules other modules import: the import map pins them (a script tag pins the rest).
-#: respond.js imports all but deniable.js only for a survey that needs them (a relay, skip
+#: respond.js imports all but the protocol only for a survey that needs them (a relay, skip
 #: logic, waves, several languages, markdown, a shared device), so that a page loads only the
 #: code it runs.
 IMPORTED = (
-    "deniable.js",
+    *PROTOCOL,
     "ohttp.js",
     "conditions.js",
     "memo.js",
@@ -348,8 +362,8 @@ def render_page(
     lang: str | None = None,
 ) -> str:
     """The respondent page of `survey` (HTML): `assets` and `integrity` name each module's URL
-    and sha384 (respond.js, deniable.js, conditions.js, memo.js, respond.css), `aggregator` is the
-    origin it sends to, `lang` the language asked for (`?lang=`; else the survey's default)."""
+    and sha384 (MODULES: respond.js, deniable.js, ...), `aggregator` is the origin it sends
+    to, `lang` the language asked for (`?lang=`; else the survey's default)."""
     chosen = choose_language(survey, lang)
     texts = _texts(survey, chosen)
     explained = explanations(survey)
@@ -399,7 +413,7 @@ def render_page(
 PAGE_EPSILON_CAP = 10.0
 #: The files the aggregator's /s/<id> loads from /static/ (its worker comes from /s/sw.js).
 SERVED_ASSETS = (
-    "deniable.js",
+    *PROTOCOL,
     "ohttp.js",
     "conditions.js",
     "memo.js",

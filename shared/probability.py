@@ -1,8 +1,10 @@
 """Exact probabilities and unpredictable sampling.
 
-Probabilities are held as `fractions.Fraction`; coins are drawn from `secrets` (the operating
-system's CSPRNG) by comparing integers, so a sample is exact and cannot be predicted from
-earlier ones. Never `random`, never numpy.
+Probabilities are held as `fractions.Fraction`; every draw reads a byte source through two
+primitives, a uniform integer below n and a coin of exact probability p (docs/randomness.md),
+so a sample is exact and the browser draws the same answer from the same bytes. The default
+source is `secrets` (the operating system's CSPRNG): unpredictable from earlier draws. Never
+`random`, never numpy.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import os
 import secrets
 import threading
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 #: Probabilities derived from an epsilon are rounded to this many decimals, towards more privacy.
@@ -81,6 +84,9 @@ def round_up(x: float) -> Fraction:
 
 _POOL_BYTES = 4096
 
+#: A byte source: called with n, returns the next n bytes of a stream (docs/randomness.md).
+RandomBytes = Callable[[int], bytes]
+
 
 class _SecurePool(threading.local):
     """Bytes from `secrets.token_bytes`, fetched 4 KiB at a time: one system call serves many
@@ -102,7 +108,7 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def random_bytes(n: int) -> bytes:
-    """n fresh secure random bytes (each byte is handed out once)."""
+    """n fresh secure random bytes (each byte is handed out once): the default byte source."""
     state = _state
     if n > _POOL_BYTES // 4:
         return secrets.token_bytes(n)
@@ -113,36 +119,46 @@ def random_bytes(n: int) -> bytes:
     return state.buf[start : state.pos]
 
 
-def random_bits(k: int) -> int:
-    """k fresh uniformly random bits from the secure source."""
-    nbytes = (k + 7) // 8
-    return int.from_bytes(random_bytes(nbytes), "little") >> (nbytes * 8 - k)
+def _read(source: RandomBytes, n: int) -> bytes:
+    """n bytes from `source`, which must give exactly n."""
+    got = source(n)
+    if len(got) != n:
+        raise ValueError(f"the byte source gave {len(got)} bytes where {n} were asked")
+    return got
 
 
-def randbelow(n: int) -> int:
-    """A uniform integer in [0, n), by rejection sampling of secure bits (exact, like secrets)."""
-    k = n.bit_length()
-    value = random_bits(k)
-    while value >= n:
-        value = random_bits(k)
-    return value
+def randbelow(n: int, source: RandomBytes | None = None) -> int:
+    """A uniform integer in [0, n) by rejection sampling (docs/randomness.md): the bit length
+    k of n - 1, ceil(k / 8) bytes read as a big-endian integer, its low k bits kept, tried
+    again with fresh bytes while not below n. n = 1 reads nothing."""
+    if n < 1:
+        raise ValueError(f"randbelow needs n >= 1, got {n}")
+    k = (n - 1).bit_length()
+    if k == 0:
+        return 0
+    source = source or random_bytes
+    size, mask = (k + 7) // 8, (1 << k) - 1
+    while True:
+        value = int.from_bytes(_read(source, size), "big") & mask
+        if value < n:
+            return value
 
 
-def bernoulli(p: Fraction) -> bool:
-    """True with probability exactly p: an integer comparison on secure random bits."""
-    return randbelow(p.denominator) < p.numerator
+def bernoulli(p: Fraction, source: RandomBytes | None = None) -> bool:
+    """True with probability exactly p: one flip of `Coin(p)`."""
+    return Coin(p).flip(source)
 
 
 class Coin:
-    """A biased coin that lands heads with probability exactly `p`.
+    """A biased coin that lands heads with probability exactly `p` (docs/randomness.md).
 
-    A flip compares a uniform random number U in [0, 1), read from secure random bytes one
+    A flip compares a uniform random number U in [0, 1), read from the byte source one
     base-256 digit at a time, with p's exact base-256 expansion: heads when U < p. The first
-    byte decides 255 times in 256, so a flip costs about one random byte, and a string of
-    flips is one `bytes.translate`. Exact for any rational p (digits come from the Fraction).
-    """
+    byte decides 255 times in 256, so a flip costs about one byte, and a row of flips is one
+    `bytes.translate`. Exact for any rational p (the digits come from the Fraction; p = 1 has
+    the first digit 256, so every byte is below it)."""
 
-    __slots__ = ("_digits", "_rest", "_table", "p")
+    __slots__ = ("_digits", "_first", "_rest", "_table_cache", "p")
 
     def __init__(self, p: Fraction) -> None:
         if not 0 <= p <= 1:
@@ -150,57 +166,75 @@ class Coin:
         self.p = p
         self._digits: list[int] = []
         self._rest = Fraction(p)
-        first = self.digit(0)
-        # byte -> "1" (below p's first digit: heads), "0" (above: tails), "?" (equal: undecided)
-        self._table = bytes(
-            ord("1") if b < first else ord("?") if b == first else ord("0") for b in range(256)
-        )
+        self._first = self.digit(0)
+        self._table_cache: bytes | None = None
 
     def digit(self, i: int) -> int:
-        """The i-th base-256 digit of p after the point (p = 1 has every digit 255... + carry,
-        handled as a coin that is always heads)."""
+        """The i-th base-256 digit of p after the point: floor(256 r) of the remainder r so
+        far (256 for p = 1, whose first digit every byte is below)."""
         while len(self._digits) <= i:
-            if self._rest >= 1:
-                self._digits.append(256)  # p == 1: every byte is below
-                continue
             scaled = self._rest * 256
             whole = scaled.numerator // scaled.denominator
             self._digits.append(whole)
             self._rest = scaled - whole
         return self._digits[i]
 
-    def _settle(self) -> bool:
+    @property
+    def _table(self) -> bytes:
+        """byte -> "1" (below p's first digit: heads), "0" (above: tails), "?" (equal)."""
+        if self._table_cache is None:
+            first = self._first
+            self._table_cache = bytes(
+                ord("1") if b < first else ord("?") if b == first else ord("0") for b in range(256)
+            )
+        return self._table_cache
+
+    def _settle(self, source: RandomBytes) -> bool:
         """A flip whose first byte equalled p's first digit: compare the following bytes."""
         i = 1
         while True:
-            b = random_bytes(1)[0]
+            b = _read(source, 1)[0]
             d = self.digit(i)
             if b != d:
                 return b < d
             i += 1
 
-    def flip(self) -> bool:
-        """Heads with probability exactly p, from secure random bytes."""
-        outcome = self._table[random_bytes(1)[0]]
-        if outcome == 63:  # "?"
-            return self._settle()
-        return outcome == 49  # "1"
+    def flip(self, source: RandomBytes | None = None) -> bool:
+        """Heads with probability exactly p, from the byte source (the secure one by default)."""
+        b = random_bytes(1)[0] if source is None else _read(source, 1)[0]
+        if b == self._first:
+            return self._settle(source or random_bytes)
+        return b < self._first
 
-    def bit_string(self, count: int) -> str:
-        """`count` independent flips as a string of '1' (heads) and '0' (tails)."""
-        bits = random_bytes(count).translate(self._table).decode("ascii")
-        if "?" not in bits:
-            return bits
-        return "".join(c if c != "?" else ("1" if self._settle() else "0") for c in bits)
+    def bit_string(
+        self,
+        count: int,
+        source: RandomBytes | None = None,
+        others: Mapping[int, Coin] | None = None,
+    ) -> str:
+        """A row of `count` flips as '1' (heads) and '0' (tails): flip i is this coin's, or
+        `others[i]`'s. One byte per flip first, then each tie settled in order."""
+        source = source or random_bytes
+        raw = _read(source, count)
+        bits = raw.translate(self._table_cache or self._table)
+        if others:
+            row = bytearray(bits)
+            for i, coin in others.items():
+                row[i] = (coin._table_cache or coin._table)[raw[i]]
+            bits = bytes(row)
+        text = bits.decode("ascii")
+        if "?" not in text:
+            return text
+        out = list(text)
+        for i, c in enumerate(out):
+            if c == "?":
+                coin = others.get(i, self) if others else self
+                out[i] = "1" if coin._settle(source) else "0"
+        return "".join(out)
 
-    def flips(self, count: int) -> list[bool]:
+    def flips(self, count: int, source: RandomBytes | None = None) -> list[bool]:
         """`count` independent flips."""
-        return [c == "1" for c in self.bit_string(count)]
-
-
-def uniform_index(k: int) -> int:
-    """A uniformly random integer in [0, k) from the secure random source."""
-    return randbelow(k)
+        return [c == "1" for c in self.bit_string(count, source)]
 
 
 def percent(p: Fraction | float) -> str:

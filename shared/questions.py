@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from deniable.shared import longitudinal as lg
 from deniable.shared import mechanisms as mech
 from deniable.shared.canonical import is_unicode
 from deniable.shared.errors import SurveyError
+from deniable.shared.i18n import Translate, english
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.probability import format_probability, parse_probability
 from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
@@ -177,17 +179,42 @@ class QuestionType:
     crosses: ClassVar[bool] = True
     #: The option an example formula takes as the outcome (a categorical's second).
     example_option: ClassVar[int] = 1
-    #: "times surer ..." of what, in the privacy-cost sentence.
-    surer_of: ClassVar[str] = "of any one answer than of another"
+
+    def privacy_sentence(self, _: Translate = english) -> str:
+        """Its privacy-cost sentence, "... {times} times surer" of what an observer can be, as
+        one whole sentence in the translator's language, with {epsilon} and {times} left to
+        fill (docs/translations.md)."""
+        return _(
+            "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
+            "{times} times surer of any one answer than of another."
+        )
+
     #: The respondent page's input: "choice" (one radio per option), "number", "boxes" (a
-    #: checkbox per option) or "words" (a text box); the same names as deniable.js's controls.
+    #: checkbox per option) or "words" (a text box); the same names as mechanisms.js's controls.
     control: ClassVar[str] = "choice"
     #: What a plain question's answer is in a skip-logic condition (deniable.shared.conditions):
     #: "label" (an option's label), "number", "set" (the labels selected) or None (cannot be
-    #: tested). conditions.js's CONDITION_KINDS mirrors it.
+    #: tested). conditions.js reads it from mechanisms.js's QUESTION_TYPES (`condition`).
     condition_kind: ClassVar[str | None] = "label"
-    #: Whether its options are labels shown to respondents (a translation gives each one).
+    #: Whether its options are labels shown to respondents (a translation gives each one);
+    #: an XLSForm lists them as its choices.
     labelled: ClassVar[bool] = True
+    #: The classes of the mechanisms it allows, the default first; `mechanisms` are their
+    #: names. The planners take those that declare a planning (`PLANNED`).
+    randomizers: ClassVar[tuple[Any, ...]]
+    #: Why a question of this type cannot be a split ballot (None: a randomized one can; its
+    #: direct arm is sent as answered, as `sent_as_answered` builds it).
+    no_split_ballot: ClassVar[str | None] = None
+    #: How a question of this type asked again in waves is randomized (docs/surveys.md#waves):
+    #: the one-report mechanism it names (None: none named) -> the protocol, built over k
+    #: options at (epsilon_perm, epsilon_1). Empty: it cannot be asked in waves.
+    chains: ClassVar[Mapping[str | None, Callable[[int, float, float], Any]]] = {}
+    #: Its XLSForm row type: a select's ("select_one", followed by its choice list's name) or
+    #: the type written alone ("integer").
+    xlsform_type: ClassVar[str] = "select_one"
+    #: An XLSForm's choice names when they are fixed, in the order written (its list is named
+    #: after them); None: named after the option labels.
+    xlsform_choices: ClassVar[tuple[str, ...] | None] = None
 
     # -- the survey document ---------------------------------------------------------------------
     def resolve(self, doc: Mapping[str, Any], where: str) -> Resolved:
@@ -370,9 +397,13 @@ class QuestionType:
         return question.options[encoded]
 
     # -- explanations -----------------------------------------------------------------------------
-    def explain_lines(self, question: Question) -> list[str]:
-        """The lines under the question's text in `deniable explain` (options, what to give)."""
-        return ["   Options: " + ", ".join(question.options)]
+    def explain_lines(
+        self, question: Question, _: Translate = english, labels: Sequence[str] | None = None
+    ) -> list[str]:
+        """The lines under the question's text in `deniable explain` (options, what to give),
+        in the translator's language, with the option `labels` of that language if given."""
+        shown = ", ".join(labels or question.options)
+        return ["   " + _("Options: {options}").format(options=shown)]
 
     # -- simulation -------------------------------------------------------------------------------
     def default_truth(self, question: Question) -> Any:
@@ -413,14 +444,22 @@ class Binary(QuestionType):
     """A yes/no question: options always ["no", "yes"], rr (default), coins or none."""
 
     name = "binary"
-    mechanisms = (*mech.BINARY_MECHANISMS, mech.PLAIN)
+    randomizers = (mech.RR, mech.Coins, mech.Plain)
+    mechanisms = tuple(m.name for m in randomizers)
+    chains = dict.fromkeys((None, mech.RR.name, mech.Coins.name), lg.LGRR.for_series)
+    xlsform_choices = ("yes", "no")
     rows = "yes"
     distribution = True
     groups = True
     covariate = "number"
     compared = (1, "share of yes")
     outcome_row = 1
-    surer_of = "you answered yes than no (or no than yes)"
+
+    def privacy_sentence(self, _: Translate = english) -> str:
+        return _(
+            "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
+            "{times} times surer you answered yes than no (or no than yes)."
+        )
 
     def options_of(self, doc: Mapping[str, Any], where: str) -> tuple[str, ...]:
         raw = doc.get("options")
@@ -445,7 +484,9 @@ class Binary(QuestionType):
             return "yes" if value.casefold() == "y" else "no"
         return _one_option(question, text)
 
-    def explain_lines(self, question: Question) -> list[str]:
+    def explain_lines(
+        self, question: Question, _: Translate = english, labels: Sequence[str] | None = None
+    ) -> list[str]:
         return []
 
     def default_truth(self, question: Question) -> Any:
@@ -456,7 +497,14 @@ class Categorical(QuestionType):
     """One option of several: grr, oue, auto (the default: whichever is more accurate) or none."""
 
     name = "categorical"
-    mechanisms = (*mech.CATEGORICAL_MECHANISMS, mech.PLAIN)
+    randomizers = (mech.GRR, mech.OUE, mech.Auto, mech.Plain)
+    mechanisms = tuple(m.name for m in randomizers)
+    chains = {
+        None: lg.LGRR,
+        mech.GRR.name: lg.LGRR,
+        mech.OUE.name: lg.LOSUE,
+        mech.Auto.name: lg.auto,
+    }
     rows = "options"
     distribution = True
     groups = True
@@ -468,7 +516,9 @@ class Integer(QuestionType):
 
     name = "integer"
     control = "number"
-    mechanisms = (*mech.INTEGER_MECHANISMS, mech.PLAIN)
+    randomizers = (mech.OneBit, mech.PlainInteger)
+    mechanisms = tuple(m.name for m in randomizers)
+    xlsform_type = "integer"
     rows = "mean"
     covariate = "number"
     compared = (0, "mean")
@@ -477,9 +527,14 @@ class Integer(QuestionType):
         "is a number (onebit); the outcome must be a yes/no: a binary question, or one option "
         "of a categorical or multi question (compare its mean across groups with breakdown)"
     )
-    surer_of = "of any one number than of another"
     condition_kind = "number"
     labelled = False
+
+    def privacy_sentence(self, _: Translate = english) -> str:
+        return _(
+            "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
+            "{times} times surer of any one number than of another."
+        )
 
     def condition_value(self, question: Question, normal: Any) -> Any:
         return int(normal)
@@ -573,8 +628,11 @@ class Integer(QuestionType):
     def noisy_text(self, question: Question, encoded: Any) -> str:
         return f"{encoded} (one bit)" if not question.plain else str(encoded)
 
-    def explain_lines(self, question: Question) -> list[str]:
-        return [f"   A whole number from {question.low} to {question.high}."]
+    def explain_lines(
+        self, question: Question, _: Translate = english, labels: Sequence[str] | None = None
+    ) -> list[str]:
+        line = _("A whole number from {low} to {high}.")
+        return ["   " + line.format(low=question.low, high=question.high)]
 
     def default_truth(self, question: Question) -> Any:
         """Weights 5, 4, ..., 1 over five points from min to max."""
@@ -596,11 +654,18 @@ class Multi(QuestionType):
 
     name = "multi"
     control = "boxes"
-    mechanisms = (*mech.MULTI_MECHANISMS, mech.PLAIN)
+    randomizers = (mech.MultiRR, mech.PlainSelection)
+    mechanisms = tuple(m.name for m in randomizers)
+    xlsform_type = "select_multiple"
     rows = "marks"
     example_option = -1
-    surer_of = "of any one set of choices than of another"
     condition_kind = "set"
+
+    def privacy_sentence(self, _: Translate = english) -> str:
+        return _(
+            "Privacy cost: epsilon = {epsilon}. Whatever is sent, an observer can be at most "
+            "{times} times surer of any one set of choices than of another."
+        )
 
     def condition_value(self, question: Question, normal: Any) -> Any:
         return frozenset(question.options[i] for i in normal)
@@ -644,11 +709,11 @@ class Multi(QuestionType):
             return [value]
         return [_one_option(question, part) for part in value.split(",") if part.strip()]
 
-    def explain_lines(self, question: Question) -> list[str]:
-        return [
-            "   Options: " + ", ".join(question.options),
-            "   Select all that apply (or none).",
-        ]
+    def explain_lines(
+        self, question: Question, _: Translate = english, labels: Sequence[str] | None = None
+    ) -> list[str]:
+        options = super().explain_lines(question, _, labels)
+        return [*options, "   " + _("Select all that apply (or none).")]
 
     def default_truth(self, question: Question) -> Any:
         """Option i selected with probability 0.4 / (i + 1)."""
@@ -691,7 +756,10 @@ class Text(QuestionType):
 
     name = "text"
     control = "words"
-    mechanisms = ("hcms", "cms", "rappor")
+    randomizers = (HCMS, CMS, RAPPOR)
+    mechanisms = tuple(m.name for m in randomizers)
+    no_split_ballot = "its answer has no plain encoding"
+    xlsform_type = "text"
     rows = "candidates"
     crosses = False
     condition_kind = None
@@ -817,8 +885,10 @@ class Text(QuestionType):
     def noisy_text(self, question: Question, encoded: Any) -> str:
         return f"{json.dumps(encoded)} (a sketch of your answer, randomized)"
 
-    def explain_lines(self, question: Question) -> list[str]:
-        return ["   Answer in your own words (a word or a short phrase)."]
+    def explain_lines(
+        self, question: Question, _: Translate = english, labels: Sequence[str] | None = None
+    ) -> list[str]:
+        return ["   " + _("Answer in your own words (a word or a short phrase).")]
 
     def default_truth(self, question: Question) -> Any:
         """A Zipf-like truth (s = 1.1) over the candidates, or twenty made-up words."""
@@ -839,6 +909,15 @@ def zipf(words: Sequence[str], exponent: float) -> dict[str, float]:
 QUESTION_TYPES: dict[str, QuestionType] = {
     kind.name: kind for kind in (Binary(), Categorical(), Integer(), Multi(), Text())
 }
+
+
+#: Every mechanism class a planner takes by name (its `planning`), in the order of the types
+#: and their mechanisms: the planners' help lists them so.
+PLANNED: tuple[Any, ...] = tuple(
+    dict.fromkeys(
+        m for kind in QUESTION_TYPES.values() for m in kind.randomizers if m.planning is not None
+    )
+)
 
 
 def question_type(name: object, where: str = "") -> QuestionType:

@@ -19,13 +19,23 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from deniable.shared.mechanisms import MAX_EPSILON, MIN_EPSILON, KeepOrFlip, ones_at, warner_keep
+from deniable.shared.i18n import Translate, english
+from deniable.shared.mechanisms import (
+    MAX_EPSILON,
+    MIN_EPSILON,
+    KeepOrFlip,
+    Planning,
+    ones_at,
+    warner_keep,
+)
 from deniable.shared.probability import (
     Coin,
+    RandomBytes,
     format_probability,
     parse_probability,
     percent,
-    uniform_index,
+    randbelow,
+    round_up,
 )
 from deniable.shared.text import bloom_bits, sketch_column
 
@@ -99,6 +109,19 @@ class Sketch(ABC):
     #: A report is a JSON array, never a string of '0'/'1' (cf. Mechanism.bit_string).
     bit_string: ClassVar[bool] = False
     binary: ClassVar[bool] = False
+    #: A text answer is always randomized (cf. Mechanism.plain).
+    plain: ClassVar[bool] = False
+    #: What the planners may do with it (cf. Mechanism.planning).
+    planning: ClassVar[Planning | None] = None
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> Sketch:
+        """The sketch a planner asks for at `epsilon`, of `shape` (its planning's by default);
+        ValueError if it does not fit."""
+        hashes, columns = shape or cls.planning.shape  # type: ignore[union-attr,misc]
+        return cls.from_epsilon(k=hashes, m=columns, epsilon=epsilon)  # type: ignore[attr-defined,no-any-return]
 
     @property
     @abstractmethod
@@ -109,9 +132,10 @@ class Sketch(ABC):
     def params(self) -> dict[str, int | Fraction]:
         """The mechanism's parameters, as the resolved survey states them."""
 
-    def describe(self) -> str:
-        """One sentence: what leaves the device, and how likely the truth is kept."""
-        return f"What is sent: a randomized answer ({self.name})."
+    def describe(self, _: Translate = english) -> str:
+        """One sentence: what leaves the device, and how likely the truth is kept, in the
+        language of the translator `_` (English by default)."""
+        return _("What is sent: a randomized answer ({name}).").format(name=self.name)
 
     def odds_ratio(self) -> Fraction | float:
         """e^epsilon, exactly where the coins allow: the most an observer's odds can move."""
@@ -138,8 +162,9 @@ class Sketch(ABC):
         }
 
     @abstractmethod
-    def randomize(self, text: str) -> SketchAnswer:
-        """The report answer for the normalized text, from the secure random source."""
+    def randomize(self, text: str, *, random_bytes: RandomBytes | None = None) -> SketchAnswer:
+        """The report answer for the normalized text, from `random_bytes` (the secure source
+        by default; docs/randomness.md says which draws)."""
 
     @abstractmethod
     def validate(self, encoded: object) -> SketchAnswer:
@@ -179,6 +204,7 @@ class CMS(KeepOrFlip, Sketch):
     the report is eps-LDP with keep = e^(eps/2)/(1 + e^(eps/2)) rounded down."""
 
     name = "cms"
+    planning = Planning("cms", rows="sketches", shape=(16, 256))
 
     def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
         if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH:
@@ -200,14 +226,12 @@ class CMS(KeepOrFlip, Sketch):
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
 
-    def describe(self) -> str:
-        return (
-            "What is sent: your answer is hashed on this device into one of "
-            f"{self.m} columns (with one of {self.k} hash functions), and a row of "
-            f"{self.m} marks is sent: your column marked with probability "
-            f"{percent(self.p_star)}, every other one with {percent(self.q_star)}, each on its "
-            "own coin. Never your words."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: your answer is hashed on this device into one of {m} columns (with one "
+            "of {k} hash functions), and a row of {m} marks is sent: your column marked with "
+            "probability {p}, every other one with {q}, each on its own coin. Never your words."
+        ).format(m=self.m, k=self.k, p=percent(self.p_star), q=percent(self.q_star))
 
     def odds_ratio(self) -> Fraction | float:
         return (self.p_star / self.q_star) ** 2  # two columns differ between any two answers
@@ -218,12 +242,10 @@ class CMS(KeepOrFlip, Sketch):
         gap = float(self.keep - (1 - self.keep))
         return (self.m / (self.m - 1)) ** 2 * 0.25 / (gap * gap * n)
 
-    def randomize(self, text: str) -> SketchAnswer:
-        j = uniform_index(self.k)
+    def randomize(self, text: str, *, random_bytes: RandomBytes | None = None) -> SketchAnswer:
+        j = randbelow(self.k, random_bytes)
         h = sketch_column(j, text, self.m)
-        bits = self._unmarked.bit_string(self.m)
-        mark = "1" if self._marked.flip() else "0"
-        return [j, bits[:h] + mark + bits[h + 1 :]]
+        return [j, self._unmarked.bit_string(self.m, random_bytes, {h: self._marked})]
 
     def validate(self, encoded: object) -> SketchAnswer:
         return _bits_answer(encoded, self.k, self.m, "j")
@@ -255,6 +277,7 @@ class HCMS(KeepOrFlip, Sketch):
 
     name = "hcms"
     sent_in_brief = "one bit of a Hadamard code"
+    planning = Planning("hcms", rows="sketches", shape=(16, 1024))
 
     def __init__(self, *, k: int, m: int, keep: Fraction) -> None:
         if not 1 <= k <= MAX_HASHES or not 2 <= m <= MAX_WIDTH or m & (m - 1):
@@ -279,14 +302,13 @@ class HCMS(KeepOrFlip, Sketch):
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "m": self.m, "keep": self.keep}
 
-    def describe(self) -> str:
-        return (
-            "What is sent: your answer is hashed on this device (with one of "
-            f"{self.k} hash functions picked at random) and only one bit of a "
-            f"{self.m}-entry code of that hash leaves it, true with probability "
-            f"{percent(self.p_star)} and flipped otherwise: never your words, and many "
-            "different answers give the same bit."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent: your answer is hashed on this device (with one of {k} hash functions "
+            "picked at random) and only one bit of a {m}-entry code of that hash leaves it, true "
+            "with probability {p} and flipped otherwise: never your words, and many different "
+            "answers give the same bit."
+        ).format(k=self.k, m=self.m, p=percent(self.p_star))
 
     def odds_ratio(self) -> Fraction | float:
         return self.p_star / self.q_star
@@ -302,10 +324,11 @@ class HCMS(KeepOrFlip, Sketch):
         """The Hadamard matrix's entry (row l, column h) as a bit: 1 for +1, 0 for -1."""
         return 1 - (bin(row & h).count("1") & 1)
 
-    def randomize(self, text: str) -> SketchAnswer:
-        j, row = uniform_index(self.k), uniform_index(self.m)
+    def randomize(self, text: str, *, random_bytes: RandomBytes | None = None) -> SketchAnswer:
+        j = randbelow(self.k, random_bytes)
+        row = randbelow(self.m, random_bytes)
         bit = self.entry(row, sketch_column(j, text, self.m))
-        return [j, row, bit if self._keep.flip() else 1 - bit]
+        return [j, row, bit if self._keep.flip(random_bytes) else 1 - bit]
 
     def validate(self, encoded: object) -> SketchAnswer:
         if (
@@ -347,6 +370,18 @@ class RAPPOR(Sketch):
     name = "rappor"
     #: RAPPOR selects among more candidates than its bits resolve, as the paper does.
     separates_candidates = False
+    #: Planned from its decoder, with Bloom bits, hashes and cohorts of this shape by default.
+    planning = Planning("rappor", rows="decoded", shape=(32, 2, 16))
+
+    @classmethod
+    def planned(
+        cls, k: int, epsilon: float, width: int = 1, shape: tuple[int, ...] | None = None
+    ) -> RAPPOR:
+        """RAPPOR with the permanent response only (p = 0, q = 1) at (at most) epsilon:
+        epsilon = 2h ln((1 - f/2) / (f/2)), f rounded up."""
+        bits, hashes, cohorts = shape or cls.planning.shape  # type: ignore[union-attr,misc]
+        f = round_up(2.0 / (1.0 + math.exp(epsilon / (2 * hashes))))
+        return cls(k=bits, h=hashes, m=cohorts, f=f, p=Fraction(0), q=Fraction(1))
 
     def __init__(self, *, k: int, h: int, m: int, f: Fraction, p: Fraction, q: Fraction) -> None:
         if not 1 <= k <= MAX_BITS or not 1 <= h <= k or not 1 <= m <= MAX_COHORTS:
@@ -398,12 +433,12 @@ class RAPPOR(Sketch):
     def params(self) -> dict[str, int | Fraction]:
         return {"k": self.k, "h": self.h, "m": self.m, "f": self.f, "p": self.p, "q": self.q}
 
-    def describe(self) -> str:
-        return (
-            f"What is sent (RAPPOR): {self.k} bits of a Bloom filter of your answer, "
-            f"hashed on this device; each bit set by your answer reads 1 with probability "
-            f"{percent(self.p_star)}, every other with {percent(self.q_star)}. Never your words."
-        )
+    def describe(self, _: Translate = english) -> str:
+        return _(
+            "What is sent (RAPPOR): {k} bits of a Bloom filter of your answer, hashed on this "
+            "device; each bit set by your answer reads 1 with probability {p}, every other with "
+            "{q}. Never your words."
+        ).format(k=self.k, p=percent(self.p_star), q=percent(self.q_star))
 
     def odds_ratio(self) -> Fraction | float:
         p, q = self.p_star, self.q_star
@@ -417,14 +452,10 @@ class RAPPOR(Sketch):
             f"other with {q:.0%}. Type candidate answers below to estimate them"
         )
 
-    def randomize(self, text: str) -> SketchAnswer:
-        cohort = uniform_index(self.m)
-        bloom = bloom_bits(cohort, text, self.h, self.k)
-        unset = self._unset.bit_string(self.k)
-        bits = "".join(
-            ("1" if self._set.flip() else "0") if i in bloom else c for i, c in enumerate(unset)
-        )
-        return [cohort, bits]
+    def randomize(self, text: str, *, random_bytes: RandomBytes | None = None) -> SketchAnswer:
+        cohort = randbelow(self.m, random_bytes)
+        own = dict.fromkeys(bloom_bits(cohort, text, self.h, self.k), self._set)
+        return [cohort, self._unset.bit_string(self.k, random_bytes, own)]
 
     def validate(self, encoded: object) -> SketchAnswer:
         return _bits_answer(encoded, self.m, self.k, "cohort")

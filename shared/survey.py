@@ -31,8 +31,9 @@ from deniable.shared.languages import (
     canonical_tag,
     parse_translations,
 )
+from deniable.shared.longitudinal import PROTOCOLS
 from deniable.shared.mechanisms import Encoded, Mechanism
-from deniable.shared.probability import format_probability
+from deniable.shared.probability import RandomBytes, format_probability
 from deniable.shared.questions import (
     EPSILON_TOLERANCE,
     MAX_OPTIONS,  # noqa: F401 (the planner's bound on options)
@@ -99,7 +100,7 @@ _QUESTION_FIELDS = {
     "relevant",
     ballot.SHARE_FIELD,
     waves.LONGITUDINAL_FIELD,
-    *waves.PROTOCOL_NAMES,
+    *PROTOCOLS,  # a longitudinal question's rounds, under its protocol's name
 }
 #: The mechanisms each question type allows, the default first (docs/surveys.md).
 TYPE_MECHANISMS = {name: kind.mechanisms for name, kind in QUESTION_TYPES.items()}
@@ -249,7 +250,7 @@ class Question:
     @property
     def plain(self) -> bool:
         """Whether the answer is sent exactly as given (mechanism `none`), not randomized."""
-        return self.randomizer.name == mech.PLAIN
+        return self.randomizer.plain
 
     @property
     def p_star(self) -> float:
@@ -336,9 +337,13 @@ class Question:
         """What a true answer to this question looks like, in words."""
         return self.kind.answer_hint(self)
 
-    def randomize(self, value: object) -> Encoded | SketchAnswer:
-        """The encoded noisy answer for the true answer `value`, drawn on this device."""
-        return self.randomizer.randomize(self.truth_of(value))  # type: ignore[arg-type]
+    def randomize(
+        self, value: object, *, random_bytes: RandomBytes | None = None
+    ) -> Encoded | SketchAnswer:
+        """The encoded noisy answer for the true answer `value`, drawn on this device from
+        `random_bytes` (n -> n bytes; the secure source by default; docs/randomness.md)."""
+        truth = self.truth_of(value)
+        return self.randomizer.randomize(truth, random_bytes=random_bytes)  # type: ignore[arg-type]
 
     def validate(self, encoded: object) -> Encoded | SketchAnswer:
         """`encoded` if it is a valid noisy answer to this question, else SurveyError."""
@@ -432,7 +437,7 @@ class Question:
             r = Resolved(kind.options_of(doc, where), chain, chain.name)
         else:
             r = kind.resolve(doc, where)
-        share = _direct_share(doc, kind.name, r, where)
+        share = _direct_share(doc, kind, r, where)
         return cls(
             qid,
             text or "",
@@ -449,30 +454,31 @@ class Question:
         )
 
 
-def _direct_share(doc: Mapping[str, Any], kind: str, r: Any, where: str) -> Fraction | None:
+def _direct_share(
+    doc: Mapping[str, Any], kind: QuestionType, r: Any, where: str
+) -> Fraction | None:
     """A question's `direct_share` (docs/surveys.md#split-ballot), checked: only on a
-    randomized binary, categorical, integer or multi question, strictly inside (0, 1)."""
+    randomized question of a type that can be split (not text), strictly inside (0, 1)."""
     raw = doc.get(ballot.SHARE_FIELD)
     if raw is None:
         return None
     name = f"{where}{ballot.SHARE_FIELD}"
-    if kind == "text":
+    if kind.no_split_ballot is not None:
         raise _fail(
             name,
-            "a text question cannot be a split ballot: its answer has no plain encoding; "
+            f"a {kind.name} question cannot be a split ballot: {kind.no_split_ballot}; "
             "remove direct_share",
         )
-    if r.requested == mech.PLAIN:
+    if r.randomizer.plain:
         raise _fail(
             name,
             "a plain question (mechanism none) is already asked directly; a split ballot "
             "compares a randomized question with its direct form, remove direct_share",
         )
-    if kind == "integer":  # the direct arm is counted per value, like a plain integer
-        try:
-            QUESTION_TYPES[kind].sent_as_answered(r.options, r.low, r.high, where)
-        except SurveyError as exc:
-            raise _fail(name, f"its direct arm would be a plain integer: {exc}") from None
+    try:  # the direct arm is sent as answered (a plain integer is counted per value)
+        kind.sent_as_answered(r.options, r.low, r.high, where)
+    except SurveyError as exc:
+        raise _fail(name, f"its direct arm would be a plain {kind.name}: {exc}") from None
     try:
         return ballot.parse_share(raw, field=name)
     except ValueError as exc:
@@ -521,12 +527,16 @@ class Survey:
         """The split-ballot questions (with a `direct_share`), in survey order."""
         return tuple(qid for qid, q in self.questions.items() if q.direct_share is not None)
 
-    def draw_arms(self, asked: Iterable[str]) -> dict[str, str]:
-        """A fresh arm for each split-ballot question in `asked`, drawn on this device with
-        the secure source and the exact share (shared/ballot.py)."""
+    def draw_arms(
+        self, asked: Iterable[str], *, random_bytes: RandomBytes | None = None
+    ) -> dict[str, str]:
+        """A fresh arm for each split-ballot question in `asked`, in survey order, drawn on this
+        device with the exact share from `random_bytes` (the secure source by default)."""
+        wanted = set(asked)
         return {
-            qid: ballot.draw_arm(share)
-            for qid in asked
+            qid: ballot.draw_arm(share, random_bytes=random_bytes)
+            for qid in self.questions
+            if qid in wanted
             if (share := self.questions[qid].direct_share) is not None
         }
 
@@ -720,7 +730,12 @@ class Survey:
         if not isinstance(raw_questions, list) or not 1 <= len(raw_questions) <= MAX_QUESTIONS:
             raise _fail(
                 "questions",
-                f"expected a list of 1 to {MAX_QUESTIONS} questions, got {raw_questions!r}",
+                f"expected a list of 1 to {MAX_QUESTIONS} questions, got "
+                + (
+                    f"{len(raw_questions):,} questions"
+                    if isinstance(raw_questions, list)
+                    else f"{raw_questions!r:.60}"  # cut before it is built whole: any size
+                ),
             )
         language = canonical_tag(doc.get("language", DEFAULT_LANGUAGE), "language")
         questions: dict[str, Question] = {}

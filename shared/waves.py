@@ -31,12 +31,6 @@ SERIES_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 MAX_WAVE = 10_000
 #: How far a stated epsilon may differ from the resolved one (as for mechanisms).
 _TOLERANCE = 1e-4
-#: The question types that can be longitudinal, and the base mechanism of each protocol.
-_CHAINED = ("binary", "categorical")
-_BASE: dict[str, str | None] = {"l-grr": None, "l-osue": "oue"}
-#: The protocols' names (deniable.shared.longitudinal.PROTOCOLS), whose rounds the
-#: resolved form spells out like any mechanism's parameters.
-PROTOCOL_NAMES = tuple(_BASE)
 
 
 def _fail(where: str, message: str) -> SurveyError:
@@ -78,11 +72,12 @@ def resolve(doc: Mapping[str, Any], kind_type: QuestionType, where: str) -> Long
     if isinstance(named, str) and named in lg.PROTOCOLS:  # the resolved form
         rounds = given.pop(named, None)
         given.pop("mechanism")
-        if _BASE[named] is not None:  # l-grr is what either type chains by default
-            given["mechanism"] = _BASE[named]
-    options = kind_type.options_of(doc, where) if kind in _CHAINED else ()
+        base = lg.PROTOCOLS[named].base
+        if base is not None:  # l-grr is what either type chains by default
+            given["mechanism"] = base
+    options = kind_type.options_of(doc, where) if kind_type.chains else ()
     chain = lg.from_question_doc(given, len(options), where)
-    if kind in _CHAINED:
+    if kind_type.chains:
         kind_type.range_of(doc, where)  # neither has min or max
         if "candidates" in doc:
             raise _fail(f"{where}candidates", "only a text question has candidates")
@@ -129,7 +124,7 @@ def longitudinal_doc(question: Question) -> dict[str, Any]:
     """A longitudinal question's `longitudinal` field as resolved: its two stated epsilons."""
     chain = question.longitudinal
     assert chain is not None
-    # A whole number as an integer: the page's canonical JSON (deniable.js) writes it so.
+    # A whole number as an integer: the page's canonical JSON (canonical.js) writes it so.
     return {k: int(v) if float(v).is_integer() else v for k, v in chain.stated().items()}
 
 

@@ -1,7 +1,16 @@
-"""Fixtures shared across the suite: a real aggregator server process on a free port."""
+"""Fixtures shared across the suite: a real aggregator server process on a free port.
+
+`live_server` is one server per test module (and store backend), started on first use: tests
+sharing it make their own surveys (`new_survey_id`, `LiveServer.create_survey(doc, fresh=True)`)
+and never count what is server-wide. A test that changes or counts server-wide state (accounts,
+tokens, every survey, the audit log, the data directory) is marked `own_server` and gets a server
+of its own; `live_server_factory` starts servers with other settings (docs/architecture.md,
+Development)."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import socket
 import subprocess
@@ -9,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
@@ -17,6 +26,9 @@ from hypothesis import settings
 
 from tests.postgres_support import PostgresCluster, PostgresUnavailable
 from tests.redis_support import RedisServer, RedisUnavailable
+
+if TYPE_CHECKING:
+    from deniable.aggregator.store import Store
 
 # Property tests draw the same examples on every run and machine: a failure is reproducible,
 # and the suite never passes or fails by the luck of the draw.
@@ -49,7 +61,11 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        self.token = self.cli("create-token", "--name", "tests").stdout.strip()
+        self._ids = itertools.count(1)
+        if bin_dir == BIN:  # what `create-token --name tests` does, without a process's start-up
+            self.token = admin_token(self.env, "tests")
+        else:  # another venv's aggregator (an installed wheel) makes its own
+            self.token = self.cli("create-token", "--name", "tests").stdout.strip()
 
     @property
     def headers(self) -> dict[str, str]:
@@ -106,8 +122,25 @@ class LiveServer:
         self.stop()
         self.start()
 
-    def create_survey(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """POST a survey document as the researcher; the JSON answer."""
+    def store(self) -> contextlib.AbstractContextManager[Store]:
+        """This server's store opened in the test's process, as the server's commands open it
+        (for setting up what a command-line test does not test)."""
+        return open_store_of(self.env)
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is up (a test may have stopped it)."""
+        return self.process is not None and self.process.poll() is None
+
+    def new_survey_id(self, prefix: str = "survey") -> str:
+        """A survey id no other test on this server has used."""
+        return f"{prefix}-{next(self._ids)}"
+
+    def create_survey(self, doc: dict[str, Any], *, fresh: bool = False) -> dict[str, Any]:
+        """POST a survey document as the researcher; the JSON answer. `fresh`: under a new id
+        made from the document's (`body["survey"]["id"]`), for a server tests share."""
+        if fresh:
+            doc = {**doc, "id": self.new_survey_id(doc["id"])}
         response = requests.post(
             f"{self.url}/api/v1/surveys", json=doc, headers=self.headers, timeout=10
         )
@@ -123,6 +156,51 @@ class LiveServer:
         response = self.get(f"/api/v1/surveys/{survey_id}/results")
         assert response.status_code == 200, response.text
         return response.json()
+
+
+@contextlib.contextmanager
+def open_store_of(env: dict[str, str]) -> Iterator[Store]:
+    """The store (migrated) of the database `env` names, opened in this process, as a command
+    of the server's would open it; closed at the end of the block."""
+    from deniable.aggregator import config as settings
+    from deniable.aggregator.store.base import open_store
+
+    config = {**settings.defaults(), **settings.from_env(env)}
+    config.update(settings.resolve(config))
+    store = open_store(config)
+    try:
+        store.migrate()
+        yield store
+    finally:
+        store.close()
+
+
+def admin_token(env: dict[str, str], name: str) -> str:
+    """A new admin token on the database `env` names, made in this process (the store and
+    service `create-token` calls; tests/aggregator/test_aggregator_cli.py runs the command)."""
+    from deniable.aggregator import accounts
+    from deniable.aggregator.access import OPERATOR
+
+    with open_store_of(env) as store:
+        token, _ = accounts.admin_token(store, OPERATOR, name)
+    return token
+
+
+#: The folders whose tests are marked by their folder's name (`make test-fast` skips them).
+MARKED_FOLDERS = ("browser", "e2e", "install")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the browser, end-to-end and install tests, and those on PostgreSQL, so `make
+    test-fast` can leave them out (`-m "not browser and not e2e and ..."`)."""
+    tests = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in MARKED_FOLDERS:
+            item.add_marker(folder)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "postgres":
+            item.add_marker("postgres")
 
 
 def _in_ci() -> bool:
@@ -173,6 +251,17 @@ def database_url(backend: str, request: pytest.FixtureRequest) -> str | None:
     return request.getfixturevalue("postgres_cluster").database()
 
 
+def _server_env(
+    backend: str, request: pytest.FixtureRequest, env: dict[str, str] | None
+) -> dict[str, str]:
+    """The environment of a new server: on the postgres backend, a new database of its own
+    unless env names one."""
+    env = dict(env or {})
+    if backend == "postgres" and "DENIABLE_DATABASE_URL" not in env:
+        env["DENIABLE_DATABASE_URL"] = request.getfixturevalue("postgres_cluster").database()
+    return env
+
+
 @pytest.fixture
 def live_server_factory(
     tmp_path_factory: pytest.TempPathFactory, backend: str, request: pytest.FixtureRequest
@@ -183,10 +272,9 @@ def live_server_factory(
     servers: list[LiveServer] = []
 
     def start(env: dict[str, str] | None = None) -> LiveServer:
-        env = dict(env or {})
-        if backend == "postgres" and "DENIABLE_DATABASE_URL" not in env:
-            env["DENIABLE_DATABASE_URL"] = request.getfixturevalue("postgres_cluster").database()
-        server = LiveServer(tmp_path_factory.mktemp("aggregator"), env)
+        server = LiveServer(
+            tmp_path_factory.mktemp("aggregator"), _server_env(backend, request, env)
+        )
         servers.append(server)
         server.start()
         return server
@@ -196,8 +284,35 @@ def live_server_factory(
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def _module_servers() -> Iterator[dict[str, LiveServer]]:
+    """The servers a module's tests share, by backend; stopped when the module ends."""
+    servers: dict[str, LiveServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
 @pytest.fixture
-def live_server(live_server_factory: Callable[..., LiveServer]) -> LiveServer:
+def live_server(
+    backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    _module_servers: dict[str, LiveServer],
+) -> LiveServer:
     """A real `deniable-aggregator run` on a free port, with `.url`, `.data_dir`, `.token`,
-    `.create_survey(doc)`, `.restart()`, `.cli(...)`, `.results(id)`."""
-    return live_server_factory()
+    `.create_survey(doc)`, `.restart()`, `.cli(...)`, `.results(id)`: the module's shared one
+    (started on first use, started again if a test stopped it), or, for a test marked
+    `own_server`, one of its own."""
+    if request.node.get_closest_marker("own_server"):
+        return request.getfixturevalue("live_server_factory")()
+    server = _module_servers.get(backend)
+    if server is None:
+        server = LiveServer(
+            tmp_path_factory.mktemp("aggregator"), _server_env(backend, request, None)
+        )
+        _module_servers[backend] = server
+    if not server.running:
+        server.stop()
+        server.start()
+    return server

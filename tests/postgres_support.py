@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 STARTUP_SECONDS = 30
 #: The database whose schemas the tests use as their databases.
 TEST_DATABASE = "deniable_tests"
@@ -152,3 +154,7 @@ class PostgresCluster:
 
 #: The store backends the store-level and end-to-end tests run on.
 BACKENDS = ("sqlite", "postgres")
+
+#: An end-to-end test whose point is not the store runs on SQLite only: PostgreSQL runs the
+#: store contract (tests/aggregator's `store` fixture) and the tests of concurrency.
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])

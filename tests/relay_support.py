@@ -111,9 +111,11 @@ def recording_gateway(delay: float = 0.0) -> tuple[ThreadingHTTPServer, Recorded
     return server, seen
 
 
-def slow_gateway(upstream: str, delay: float) -> ThreadingHTTPServer:
+def slow_gateway(upstream: str, delay: float, *, tamper: bool = False) -> ThreadingHTTPServer:
     """A real HTTP server on a free port that passes each POST on to `upstream` (its body, type
-    and batch tag) and answers with upstream's answer `delay` seconds later: a slow gateway."""
+    and batch tag) and answers with upstream's answer `delay` seconds later: a slow gateway.
+    With `tamper`, one bit of each body's last byte (the ciphertext's tag) is flipped on the
+    way: a relay, or a network, that changes what it carries."""
     parts = urlsplit(upstream)
 
     class Handler(BaseHTTPRequestHandler):
@@ -124,6 +126,8 @@ def slow_gateway(upstream: str, delay: float) -> ThreadingHTTPServer:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if tamper and body:
+                body = body[:-1] + bytes([body[-1] ^ 1])
             time.sleep(delay)
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
             headers = {"Content-Type": self.headers["Content-Type"]}

@@ -11,7 +11,8 @@ whether or not the code path runs. The rules, by layer (docs/architecture.md):
 - `deniable.aggregator.store` is storage alone: no Flask, no statistics, no edge;
 - `ingest`, `surveys`, `params`, `refusals`, `access`, `audit` and `accounts` (the services
   and the one rule of who may do what) know no Flask and no HTTP edge, nor do `exports`
-  (answers for R, Stata and SPSS) and `forms` (XLSForm in and out, which needs no store either);
+  (answers for R, Stata and SPSS, which need no ingestion either) and `forms` (XLSForm in
+  and out, which needs no store either);
 - `web` and `cli` are the edges: they may import anything;
 - below the edges a refusal says what kind it is; only `web/statuses.py` maps kinds to HTTP
   statuses.
@@ -74,7 +75,14 @@ RULES: dict[str, tuple[str, ...]] = {
         "deniable.aggregator.store",
         *EDGES,
     ),
-    "deniable.aggregator.exports": (*FLASK, *HTTP, "deniable.client", *EDGES),
+    # answers for R, Stata and SPSS read stored reports: they need no ingestion
+    "deniable.aggregator.exports": (
+        *FLASK,
+        *HTTP,
+        "deniable.client",
+        "deniable.aggregator.ingest",
+        *EDGES,
+    ),
 }
 
 

@@ -1,6 +1,7 @@
 """No code branches on a question type's or a mechanism's name outside the classes that own
-them (deniable.shared.questions, mechanisms, sketches): everything else asks the question
-object (docs/architecture.md, "Adding a question type")."""
+them (deniable.shared.questions, mechanisms, sketches, longitudinal), and no table is keyed by
+one: everything else asks the question object or the class, whose abilities are data
+(docs/architecture.md, "Adding a question type")."""
 
 from __future__ import annotations
 
@@ -11,76 +12,100 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("shared", "client", "aggregator")
-#: The modules that own the names: the question types and the mechanisms.
-OWNERS = {"shared/questions.py", "shared/mechanisms.py", "shared/sketches.py"}
+PACKAGES = ("shared", "client", "aggregator", "relay")
+#: The modules that own the names: the question types, the mechanisms, the sketches and the
+#: protocols of questions asked in waves.
+OWNERS = {
+    "shared/questions.py",
+    "shared/mechanisms.py",
+    "shared/sketches.py",
+    "shared/longitudinal.py",
+}
 TYPE_NAMES = {"binary", "categorical", "integer", "multi", "text"}
-MECHANISM_NAMES = {"rr", "coins", "grr", "oue", "auto", "onebit", "none", "cms", "hcms", "rappor"}
-#: Modules not yet moved to asking the question object, with their count of branches. The
-#: list only shrinks: a module with more branches than listed fails, and so does one with
-#: fewer (lower its count, or drop it once at zero).
-NOT_YET_MOVED: dict[str, int] = {}
+MECHANISM_NAMES = {
+    *("rr", "coins", "grr", "oue", "auto", "onebit", "none"),
+    *("cms", "hcms", "rappor", "l-grr", "l-osue"),
+}
+NAMES = TYPE_NAMES | MECHANISM_NAMES
+#: Constants that hold a name (`mechanisms.PLAIN` is "none").
+NAME_CONSTANTS = {"PLAIN"}
+#: A question document's "text" is its words, not the text type: a key "text" alone
+#: (doc["text"], words.get("text")) is read as that field, never as a lookup by the type.
+FIELD_WORDS = {"text"}
+#: Comparisons with a name's word that mean something else, each with why: (module, code).
+#: Keep it short; a new entry needs a reason a reviewer accepts.
+NOT_A_NAME: dict[tuple[str, str], str] = {
+    # The skip-logic grammar's token kinds ("text" is a quoted string token).
+    ("shared/conditions.py", "token.kind != 'text'"): "a condition token's kind",
+    ("shared/conditions.py", "token.kind in ('text', 'number')"): "a condition token's kind",
+    # A translation's words for a question: its "text" field, not the text type.
+    ("aggregator/forms/importing.py", "'text' not in words"): "a translated question's field",
+}
 
 
-def _named(node: ast.expr, word: str) -> bool:
-    """Whether an expression is a name, attribute or key whose name contains `word` (q.type,
-    qtype, entry["type"], entry.get("type"))."""
+def _is_name(node: ast.expr | None) -> bool:
+    """Whether an expression is a type or mechanism name: a string literal naming one, a
+    constant holding one (PLAIN) or a class's `.name` (LOSUE.name, mech.Coins.name)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value in NAMES
     if isinstance(node, ast.Name):
-        return word in node.id.lower()
+        return node.id in NAME_CONSTANTS
     if isinstance(node, ast.Attribute):
-        return word in node.attr.lower()
-    if isinstance(node, ast.Subscript):
-        key = node.slice
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-        key = node.args[0] if node.func.attr == "get" else None
-    else:
-        return False
-    return isinstance(key, ast.Constant) and isinstance(key.value, str) and word in key.value
+        if node.attr in NAME_CONSTANTS:
+            return True
+        owner = node.value
+        held = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+        return node.attr == "name" and held[:1].isupper()
+    return False
 
 
-def _strings(node: ast.expr) -> set[str]:
-    """The string constants of a constant or a tuple, list or set of them."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return {node.value}
+def _names_in(node: ast.expr) -> int:
+    """How many names an operand holds: itself, or the items of a tuple, list or set."""
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        return {e.value for e in node.elts if isinstance(e, ast.Constant)} - {None}  # type: ignore[misc]
-    return set()
+        return sum(_is_name(item) for item in node.elts)
+    return int(_is_name(node))
 
 
-def _kinds() -> tuple[tuple[str, set[str]], ...]:
-    """(a word in the compared name, the names it is compared with): a question's type, and a
-    mechanism's name (`question.mechanism`, `randomizer.name`, `requested`)."""
-    return (
-        ("type", TYPE_NAMES),
-        ("mechanism", MECHANISM_NAMES),
-        ("name", MECHANISM_NAMES),
-        ("requested", MECHANISM_NAMES),
-    )
+def _keyed_by_name(node: ast.expr | None) -> bool:
+    """A lookup's key that is a name, but for a document's "text" field."""
+    return _is_name(node) and not (isinstance(node, ast.Constant) and node.value in FIELD_WORDS)
 
 
 def branches(source: str) -> list[tuple[int, str]]:
-    """(line, code) of each comparison or match of a type or mechanism name in `source`."""
-    found = []
+    """(line, code) of each comparison with, match on, lookup by or literal table of type or
+    mechanism names in `source`, whatever the variables are called: a comparison or a
+    `match` with a name; a dict, set, tuple or list literal holding two names or more (a
+    table keyed by them, or a list of them); `table["grr"]`, `table.get("rr")` or
+    `dict(rr=..., coins=...)`."""
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
+        hit = False
         if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for word, names in _kinds():
-                named = any(_named(o, word) for o in operands)
-                if named and any(_strings(o) & names for o in operands):
-                    found.append((node.lineno, ast.unparse(node)))
-                    break
+            hit = any(_names_in(o) for o in (node.left, *node.comparators))
         elif isinstance(node, ast.Match):
-            for word, names in _kinds():
-                values = {
-                    p.value.value
-                    for case in node.cases
-                    for p in ast.walk(case.pattern)
-                    if isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Constant)
-                }
-                if _named(node.subject, word) and values & names:
-                    found.append((node.lineno, f"match {ast.unparse(node.subject)}"))
-                    break
-    return found
+            hit = any(
+                isinstance(p, ast.MatchValue) and _is_name(p.value)
+                for case in node.cases
+                for p in ast.walk(case.pattern)
+            )
+            if hit:
+                found.append((node.lineno, f"match {ast.unparse(node.subject)}"))
+                continue
+        elif isinstance(node, ast.Dict):
+            hit = sum(_is_name(key) for key in node.keys) >= 2
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            hit = _names_in(node) >= 2
+        elif isinstance(node, ast.Subscript):
+            hit = _keyed_by_name(node.slice)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "get" and node.args:
+                hit = _keyed_by_name(node.args[0])
+            elif isinstance(func, ast.Name) and func.id == "dict":
+                hit = sum(k.arg in NAMES for k in node.keywords) >= 2
+        if hit:
+            found.append((node.lineno, ast.unparse(node)))  # type: ignore[attr-defined]
+    return sorted(set(found))
 
 
 def _modules() -> list[Path]:
@@ -93,31 +118,31 @@ def _modules() -> list[Path]:
 
 
 def test_no_branch_on_a_type_or_mechanism_name() -> None:
-    """Outside the owners, only the modules listed as not yet moved may branch, no more than
-    they do today; the list shrinks as they move."""
+    """Outside the owners, no module compares with a type or mechanism name or keys a table
+    by one (but the few comparisons NOT_A_NAME explains)."""
     problems = []
     for path in _modules():
         name = path.relative_to(ROOT).as_posix()
-        found = branches(path.read_text(encoding="utf-8"))
-        allowed = NOT_YET_MOVED.get(name, 0)
-        if len(found) > allowed:
+        found = [
+            (line, code)
+            for line, code in branches(path.read_text(encoding="utf-8"))
+            if (name, code) not in NOT_A_NAME
+        ]
+        if found:
             lines = "\n".join(f"    {name}:{line}: {code}" for line, code in found)
             problems.append(
-                f"{name} branches on a question type or mechanism name {len(found)} times "
-                f"(allowed {allowed}); ask the question object (question.kind, "
-                f"question.randomizer) instead:\n{lines}"
-            )
-        elif len(found) < allowed:
-            problems.append(
-                f"{name} now has {len(found)} branches, fewer than the {allowed} listed in "
-                "NOT_YET_MOVED: lower its count (or remove it at zero)"
+                f"{name} branches on, or keeps a table of, question type or mechanism names "
+                f"{len(found)} times; ask the question object (question.kind, "
+                f"question.randomizer) or the class's declarations instead:\n{lines}"
             )
     assert not problems, "\n".join(problems)
 
 
-def test_the_allowlist_names_existing_modules() -> None:
-    """A module listed as not yet moved exists (a renamed one must leave the list)."""
-    assert all((ROOT / name).is_file() for name in NOT_YET_MOVED)
+def test_every_exception_is_still_there() -> None:
+    """Each comparison NOT_A_NAME explains is still in its module (else it leaves the list)."""
+    for (name, code), _why in NOT_A_NAME.items():
+        codes = {found for _, found in branches((ROOT / name).read_text(encoding="utf-8"))}
+        assert code in codes, f"{name}: {code!r} is gone; remove it from NOT_A_NAME"
 
 
 @pytest.mark.parametrize(
@@ -133,10 +158,27 @@ def test_the_allowlist_names_existing_modules() -> None:
         'match question.type:\n    case "text":\n        pass\n',
         'if entry["type"] == "integer":\n    pass\n',
         'wide = question.get("type") not in ("integer", "multi")\n',
+        # whatever the variable is called
+        'if kind == "binary":\n    pass\n',
+        'if status == "text":\n    pass\n',
+        'if chosen in ("l-grr", "l-osue"):\n    pass\n',
+        'match what:\n    case "hcms" | "cms":\n        pass\n',
+        # a name held by a constant or a class
+        "plain = doc.get('mechanism') == mech.PLAIN\n",
+        "if requested == mech.Coins.name:\n    pass\n",
+        # tables keyed by names, and lists of them
+        'BINARY = {"rr": _rr, "coins": _coins, "none": _plain}\n',
+        "BUILDERS = {LOSUE.name: LOSUE, 'auto': auto}\n",
+        'SERIES = ("l-grr", "l-osue", "auto")\n',
+        'choices = ["none", "rr"]\n',
+        'ALLOWED = {"grr", "oue"}\n',
+        "TABLE = dict(rr=1, coins=2)\n",
+        'size = DEFAULT_SKETCH["hcms"]\n',
+        'planned = PLANNABLE.get("grr")\n',
     ],
 )
 def test_a_planted_branch_is_found(planted: str) -> None:
-    """The check is real: a branch of each form is found."""
+    """The check is real: a branch or a table of each form is found."""
     assert branches(planted)
 
 
@@ -145,26 +187,39 @@ def test_a_planted_branch_is_found(planted: str) -> None:
     [
         'if mimetype != "application/json":\n    pass\n',
         'if question.kind.rows == "mean":\n    pass\n',
-        'if status == "text":\n    pass\n',
         "if question.plain:\n    pass\n",
+        'doc = {"id": qid, "text": words, "type": kind.name}\n',
+        'words = doc["text"]\n',
+        'FIELDS = ("id", "text", "options", "hint")\n',
+        "if chain.name != named:\n    pass\n",
+        'table = {"none": 1}\n',
     ],
 )
 def test_other_comparisons_are_not_branches(innocent: str) -> None:
+    """A document's "text" field, one name written as data, or names compared with each other
+    are not branches on a name."""
     assert not branches(innocent)
 
 
-def test_a_planted_branch_in_a_module_fails_the_check(tmp_path: Path, monkeypatch) -> None:
-    """A module with a new branch makes the suite check fail, naming the line."""
+@pytest.mark.parametrize(
+    "planted",
+    [
+        'def f(q):\n    return 1 if q.type == "binary" else 2\n',
+        'def f(entry):\n    kind = entry["type"]\n    return kind == "binary"\n',
+        'ROWS = {"binary": "yes", "integer": "mean"}\n',
+    ],
+)
+def test_a_planted_branch_in_a_module_fails_the_check(
+    planted: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module with a new branch or table makes the suite check fail, naming the line."""
     package = tmp_path / "aggregator"
     package.mkdir()
-    (package / "planted.py").write_text(
-        'def f(q):\n    return 1 if q.type == "binary" else 2\n', encoding="utf-8"
-    )
-    for other in ("shared", "client"):
+    (package / "planted.py").write_text(planted, encoding="utf-8")
+    for other in ("shared", "client", "relay"):
         (tmp_path / other).mkdir()
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    monkeypatch.setattr(sys.modules[__name__], "NOT_YET_MOVED", {})
-    with pytest.raises(AssertionError, match=r"aggregator/planted.py:2: q.type == 'binary'"):
+    with pytest.raises(AssertionError, match=r"aggregator/planted.py:\d+: "):
         test_no_branch_on_a_type_or_mechanism_name()
 
 
@@ -220,26 +275,84 @@ def test_a_question_type_explains_and_reads_back_its_answers(name: str) -> None:
     assert question.validate(question.randomize(value)) is not None
 
 
-def test_no_template_branches_on_a_type_or_mechanism_name():
+def template_branches(source: str) -> list[tuple[int, str]]:
+    """(line, code) of each comparison with, lookup by or literal table of type or mechanism
+    names in a Jinja template's expressions, whatever the variables are called (read from
+    Jinja's own parse, so HTML such as `type="text"` is never mistaken for one)."""
+    from jinja2 import Environment, nodes
+
+    def is_name(node: nodes.Node) -> bool:
+        return isinstance(node, nodes.Const) and node.value in NAMES
+
+    def held(node: nodes.Node) -> int:
+        if isinstance(node, nodes.Tuple | nodes.List):
+            return sum(is_name(item) for item in node.items)
+        return int(is_name(node))
+
+    found = []
+    for node in Environment(extensions=["jinja2.ext.i18n"]).parse(source).find_all(nodes.Expr):
+        if isinstance(node, nodes.Compare):
+            hit = bool(held(node.expr)) or any(held(op.expr) for op in node.ops)
+        elif isinstance(node, nodes.Dict):
+            hit = sum(is_name(pair.key) for pair in node.items) >= 2
+        elif isinstance(node, nodes.Tuple | nodes.List):
+            hit = held(node) >= 2
+        elif isinstance(node, nodes.Getitem):
+            hit = is_name(node.arg) and node.arg.value not in FIELD_WORDS  # type: ignore[attr-defined]
+        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr):
+            hit = node.node.attr == "get" and bool(node.args) and is_name(node.args[0])
+        else:
+            hit = False
+        if hit:
+            found.append((node.lineno, type(node).__name__))
+    return sorted(set(found))
+
+
+def _templates() -> list[Path]:
+    """The dashboard's templates and the page's (one renderer, in deniable.shared)."""
+    folders = (ROOT / "aggregator" / "web" / "templates", ROOT / "shared" / "templates")
+    return sorted(path for folder in folders for path in folder.glob("*.html"))
+
+
+def test_no_template_branches_on_a_type_or_mechanism_name() -> None:
     """The dashboard's and the page's templates ask the question type's properties (its
     control, its rows), never its name: a new type needs no template edit for those."""
-    import re
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    # The dashboard's templates and the respondent page's (one renderer, in deniable.shared).
-    folders = (root / "aggregator" / "web" / "templates", root / "shared" / "templates")
-    pages = sorted(path for folder in folders for path in folder.glob("*.html"))
-    # A comparison with a name written in the template (a string literal or a list of them).
-    branch = re.compile(r"\b(type|mechanism)\s*(==|!=|in\b|not in\b)\s*[\[(]?\s*['\"]")
+    pages = _templates()
+    assert len(pages) >= 6 and any("shared" in p.parts for p in pages)
     found = [
-        f"{path.name}:{number}: {line.strip()}"
+        f"{path.relative_to(ROOT)}:{line}: {what}"
         for path in pages
-        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
-        for tag in re.findall(r"\{[%{].*?[%}]\}", line)
-        if branch.search(tag)
+        for line, what in template_branches(path.read_text("utf-8"))
     ]
-    assert len(pages) >= 6 and any(
-        p.parent.name == "templates" and "shared" in p.parts for p in pages
-    )
     assert found == []
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "{% if q.type == 'binary' %}x{% endif %}",
+        "{% if kind in ['text', 'multi'] %}x{% endif %}",
+        "{% if 'rr' == m %}x{% endif %}",
+        "{{ {'rr': 1, 'coins': 2}[q.mechanism] }}",
+        "{% set words = ('hcms', 'cms') %}",
+        "{{ captions['grr'] }}",
+        "{{ captions.get('oue') }}",
+        "{% if q.mechanism != 'none' %}x{% endif %}",
+    ],
+)
+def test_a_planted_template_branch_is_found(planted: str) -> None:
+    assert template_branches(planted)
+
+
+@pytest.mark.parametrize(
+    "innocent",
+    [
+        '<input type="text" name="{{ q.id }}">',
+        "{% if q.kind.control == 'words' %}x{% endif %}",
+        "{% if q.question.kind.rows == 'mean' %}x{% endif %}",
+        "{{ q['text'] }}",
+        "{{ _('Answer in your own words (text).') }}",
+    ],
+)
+def test_other_template_comparisons_are_not_branches(innocent: str) -> None:
+    assert not template_branches(innocent)

@@ -16,6 +16,7 @@ from flask.cli import with_appcontext
 from deniable.aggregator import stats, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import CLIError, friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.params import parse_confidence, parse_cuts
 from deniable.aggregator.stats.analyze import as_survey
 from deniable.aggregator.stats.limits import Limits
@@ -145,7 +146,7 @@ def offline_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _print(doc: Results, as_json: bool) -> None:
     """The analysis as JSON (--json) or as its summary table."""
-    click.echo(json.dumps(doc.to_dict(), indent=2) if as_json else doc.summary())
+    click.echo(json.dumps(doc.to_dict(), indent=2) if as_json else shown(doc.summary(), lines=True))
 
 
 def _level(confidence: str | None) -> float:

@@ -24,6 +24,7 @@ from deniable.aggregator.cli import analysis, export, gateway, maintenance, rese
 from deniable.aggregator.cli import series as series_commands
 from deniable.aggregator.cli import survey as survey_commands
 from deniable.aggregator.cli.errors import CLIError, friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.gateway import keys as gateway_keys
 from deniable.aggregator.params import parse_candidates, parse_confidence
 from deniable.aggregator.stats.limits import Limits
@@ -197,13 +198,14 @@ def results_command(
         **analysis.weighting(weights),
     }
     if as_csv:
-        click.echo(surveys.results_csv(existing_store(survey), survey, **options), nl=False)
+        doc = surveys.results(existing_store(survey), survey, action="results.csv", **options)
+        click.echo(doc.to_csv(), nl=False)
         return
     doc = surveys.results(existing_store(survey), survey, **options)
     if as_json:
         click.echo(json.dumps(doc.to_dict(), indent=2))
     else:
-        click.echo(doc.summary())
+        click.echo(shown(doc.summary(), lines=True))
         for line in shuffle_summary(doc):  # a relay survey's central epsilon (docs/anonymity.md)
             click.echo(line)
 

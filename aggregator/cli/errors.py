@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from deniable.shared.errors import DeniableError
+from deniable.shared.terminal import shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,7 +19,7 @@ class CLIError(click.ClickException):
     """A failure the user can act on: `error: ...` on stderr, exit status 1."""
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {shown(self.format_message(), lines=True)}", err=True)
 
 
 def friendly(command: F) -> F:

@@ -9,9 +9,11 @@ from typing import Any, NoReturn
 
 import click
 
+from deniable.aggregator import surveys
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.cli.shuffle import SHUFFLE_OPTIONS, plan_shuffle, shuffle_options
 from deniable.aggregator.params import ParamError, parse_confidence
+from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats import planning, power, series_planning, simulate
 from deniable.shared.errors import DeniableError
 
@@ -28,18 +30,6 @@ def _level(text: str) -> float:
         return parse_confidence(text, 0.95)
     except ParamError as exc:
         _fail(str(exc))
-
-
-def _sketch_size(text: str | None) -> tuple[int, ...] | None:
-    """--sketch KxM (hash functions, columns) or, for rappor, BITSxHASHESxCOHORTS."""
-    if text is None:
-        return None
-    parts = [part.strip() for part in text.lower().split("x")]
-    if len(parts) not in (2, 3) or not all(p.isdigit() and len(p) <= 6 for p in parts):
-        raise planning.PlanError(
-            f"sketch: expected KxM, like 16x1024 (rappor: 32x2x16), got {text!r}"
-        )
-    return tuple(int(p) for p in parts)
 
 
 def test_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -92,19 +82,16 @@ def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 default=None,
                 help="Plan a series of waves: respondents per wave for a memoized question.",
             ),
-            click.option(
-                "--epsilon-perm", type=float, default=None, help="--series: epsilon_perm."
-            ),
-            click.option("--epsilon-1", type=float, default=None, help="--series: epsilon_1."),
+            # numbers read by aggregator/surveys.py, as the dashboard's form reads them
+            click.option("--epsilon-perm", default=None, help="--series: epsilon_perm."),
+            click.option("--epsilon-1", default=None, help="--series: epsilon_1."),
             click.option(
                 "--change-margin",
-                type=float,
                 default=None,
                 help="--series: margin wanted on the change between two waves.",
             ),
             click.option(
                 "--trend-margin",
-                type=float,
                 default=None,
                 help="--series: margin wanted on the linear trend per wave (with --waves).",
             ),
@@ -116,14 +103,13 @@ def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("plan")
-@click.option(
+@click.option(  # numbers read by aggregator/surveys.py, as the dashboard's form reads them
     "--epsilon",
-    type=float,
     default=None,
     help="Privacy budget of the question (required but "
     "with --test and --p-star/--q-star or --mechanism none).",
 )
-@click.option("--margin", type=float, default=None, help="Margin of error wanted, e.g. 0.05.")
+@click.option("--margin", default=None, help="Margin of error wanted, e.g. 0.05.")
 @click.option(
     "--respondents",
     type=int,
@@ -134,7 +120,14 @@ def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--confidence", default="0.95", show_default=True, help="Two-sided level.")
 @click.option(
     "--mechanism",
-    type=click.Choice(planning.MECHANISM_NAMES + ("none", "l-grr", "l-osue")),
+    # Every name a planner takes: the margin planner's, the power's and the series'.
+    type=click.Choice(
+        tuple(
+            dict.fromkeys(
+                (*planning.MECHANISM_NAMES, *power.BINARY, *series_planning.SERIES_MECHANISMS)
+            )
+        )
+    ),
     default=None,
     help="Mechanism (default: rr for 2 options, else auto; onebit for an integer's mean, multi "
     "for each option of a select-all question, hcms or cms for a text candidate's share; "
@@ -159,8 +152,8 @@ def series_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @shuffle_options
 @test_options
 def plan_command(
-    epsilon: float | None,
-    margin: float | None,
+    epsilon: str | None,
+    margin: str | None,
     respondents: int | None,
     options: int,
     confidence: str,
@@ -206,34 +199,34 @@ def plan_command(
         raise click.UsageError(
             "give --margin (respondents needed) or --respondents (margin bought)"
         )
-    try:
-        result = planning.plan(
+    try:  # parsed and planned as the dashboard's form is (aggregator/surveys.py)
+        result = surveys.margin_plan(
             epsilon,
             margin=margin,
             respondents=respondents,
             options=options,
-            confidence=_level(confidence),
+            confidence=confidence,
             mechanism=mechanism,
             width=width,
-            sketch=_sketch_size(sketch),
+            sketch=sketch,
         )
-    except (planning.PlanError, ValueError) as exc:
+    except ActionError as exc:
         _fail(str(exc))
     click.echo(planning.format_plan(result))
 
 
 def _plan_series(
-    margin: float | None,
+    margin: str | None,
     options: int,
     confidence: str,
     mechanism: str | None,
     as_json: bool,
     *,
     series: bool,
-    epsilon_perm: float | None,
-    epsilon_1: float | None,
-    change_margin: float | None,
-    trend_margin: float | None,
+    epsilon_perm: str | None,
+    epsilon_1: str | None,
+    change_margin: str | None,
+    trend_margin: str | None,
     waves: int | None,
 ) -> None:
     """`plan --series`: respondents per wave for a margin on a wave's share, on a change
@@ -245,10 +238,11 @@ def _plan_series(
         raise click.UsageError(
             "--series needs --margin (a wave's share), --change-margin or --trend-margin"
         )
-    if mechanism not in (None, *series_planning.SERIES_MECHANISMS):
-        raise click.UsageError("--series takes --mechanism l-grr, l-osue or auto")
-    try:
-        plan = series_planning.plan_series(
+    names = series_planning.SERIES_MECHANISMS
+    if mechanism not in (None, *names):
+        raise click.UsageError(f"--series takes --mechanism {', '.join(names[:-1])} or {names[-1]}")
+    try:  # parsed and planned as the dashboard's form is (aggregator/surveys.py)
+        plan = surveys.series_plan(
             options,
             epsilon_perm,
             epsilon_1,
@@ -256,10 +250,10 @@ def _plan_series(
             change_margin=change_margin,
             trend_margin=trend_margin,
             waves=waves,
-            confidence=_level(confidence),
-            mechanism=mechanism or "l-grr",
+            confidence=confidence,
+            mechanism=mechanism,
         )
-    except (planning.PlanError, ValueError, DeniableError) as exc:
+    except ActionError as exc:
         _fail(str(exc))
     if as_json:
         click.echo(json.dumps(plan.to_dict()))
@@ -288,7 +282,7 @@ def format_series_plan(plan: series_planning.SeriesPlan) -> str:
 
 
 def _plan_test(
-    epsilon: float | None,
+    epsilon: str | None,
     mechanism: str | None,
     *,
     test: str,
@@ -313,27 +307,22 @@ def _plan_test(
         raise click.UsageError("give --p-star and --q-star together")
     if p_star is not None and (mechanism is not None or epsilon is not None):
         raise click.UsageError("give --p-star/--q-star or --mechanism/--epsilon, not both")
-    try:
-        if p_star is not None and q_star is not None:
-            design = (power.parse_probability("p-star", p_star),
-                      power.parse_probability("q-star", q_star))  # fmt: skip
-        else:
-            design = power.design_of(mechanism or "rr", epsilon)
-        common = {
-            "p_star": design[0],
-            "q_star": design[1],
-            "control": None if control is None else power.parse_probability("control", control),
-            "null": None if null is None else power.parse_probability("null", null),
-            "alpha": power.parse_probability("alpha", alpha),
-            "one_sided": one_sided,
-        }
-        value = power.parse_probability("share", share)
-        if target is not None:
-            wanted = power.parse_probability("power", target)
-            result = power.sample_size(test, value, target=wanted, **common)
-        else:
-            result = power.power(test, value, n=n, **common)  # type: ignore[arg-type]
-    except (power.PowerError, planning.PlanError) as exc:
+    try:  # parsed and computed as the dashboard's form is (aggregator/surveys.py)
+        result = surveys.power_plan(
+            test,
+            share,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            p_star=p_star,
+            q_star=q_star,
+            control=control,
+            null=null,
+            alpha=alpha,
+            one_sided=one_sided,
+            n=n,
+            target=target,
+        )
+    except ActionError as exc:
         _fail(str(exc))
     click.echo(json.dumps(result.to_dict()) if as_json else power.format_power(result))
 

@@ -12,6 +12,7 @@ from flask.cli import AppGroup
 from deniable.aggregator import surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.params import parse_confidence
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.web.db import existing_store, survey_cache
@@ -46,4 +47,4 @@ def results_command(series_id: str, as_json: bool, as_csv: bool, confidence: str
     elif as_csv:
         click.echo(doc.to_csv(), nl=False)
     else:
-        click.echo(doc.summary())
+        click.echo(shown(doc.summary(), lines=True))

@@ -21,11 +21,11 @@ from typing import Any
 
 from deniable.aggregator import access, audit
 from deniable.aggregator.access import Principal
-from deniable.aggregator.ingest import SurveyCache
 from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats import formula as grammar
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.store import Store
+from deniable.aggregator.store.survey_cache import SurveyCache
 from deniable.shared.survey import Question, Survey
 
 #: The derived 0/1 outcome of `id[option]` (a name no question id can have: ids hold no dot).

@@ -19,11 +19,11 @@ from typing import Any, Literal
 from deniable.aggregator import access, audit
 from deniable.aggregator.access import Principal
 from deniable.aggregator.exports.rscript import design_of
-from deniable.aggregator.ingest import SurveyCache
 from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats.csvsafe import write_csv
 from deniable.aggregator.store import Store, SurveyRecord
 from deniable.aggregator.store.pool import StoreProvider
+from deniable.aggregator.store.survey_cache import SurveyCache
 from deniable.shared.canonical import canonical_json, parse_json
 from deniable.shared.sketches import Sketch
 from deniable.shared.survey import Survey

@@ -16,6 +16,7 @@ from deniable.aggregator.forms import relevance
 from deniable.aggregator.forms.languages import column_name, language_title
 from deniable.aggregator.forms.workbook import XLSFormError
 from deniable.shared.canonical import canonical_json
+from deniable.shared.questions import BINARY_OPTIONS, QUESTION_TYPES
 from deniable.shared.survey import Survey
 
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -108,15 +109,15 @@ def export_xlsform(survey: Survey) -> bytes:
             row[column_name("label", language)] = local[t].get("text")
             if local[t].get("hint") is not None:
                 row[column_name("hint", language)] = local[t]["hint"]
-        kind = question["type"]
-        if kind in ("binary", "categorical", "multi"):
+        kind = QUESTION_TYPES[question["type"]]
+        if kind.labelled:  # a select: its options are the choices of a list
             options = question["options"]
-            if kind == "binary":
-                names = ["no", "yes"]
-                wanted = "yes_no"
+            if kind.xlsform_choices is not None:  # fixed names (yes, no), in their order
+                names = list(options)
+                wanted = "_".join(kind.xlsform_choices)
             else:
                 names = _choice_names(options)
-                if sorted(names) == ["no", "yes"]:  # else it would come back binary
+                if sorted(names) == sorted(BINARY_OPTIONS):  # else it would come back binary
                     names = [f"option_{i + 1}" for i in range(len(names))]
                 wanted = qid
             choices = []
@@ -126,17 +127,15 @@ def export_xlsform(survey: Survey) -> bytes:
                     translated = local[t].get("options") or options
                     labels[language] = translated[i]
                 choices.append((choice, labels))
-            if kind == "binary":
-                choices.reverse()  # yes before no, as forms are written
+            if kind.xlsform_choices is not None:
+                choices.sort(key=lambda c: kind.xlsform_choices.index(c[0]))  # type: ignore[union-attr]
             list_name = lists.add(wanted, choices)
-            select = "select_multiple" if kind == "multi" else "select_one"
-            row["type"] = f"{select} {list_name}"
+            row["type"] = f"{kind.xlsform_type} {list_name}"
             values[qid] = dict(zip(options, names, strict=True))
-        elif kind == "integer":
-            row["type"] = "integer"
-            row["constraint"] = f". >= {question['min']} and . <= {question['max']}"
         else:
-            row["type"] = kind
+            row["type"] = kind.xlsform_type
+        if question.get("min") is not None:  # a range: the constraint imports it back
+            row["constraint"] = f". >= {question['min']} and . <= {question['max']}"
         if question.get("relevant"):
             tree = relevance.parse_deniable(question["relevant"])
             row["relevant"] = relevance.to_xlsform(

@@ -355,7 +355,7 @@ class _Importer:
             self.integer_question(item, doc)
         else:
             doc["type"] = "text"
-            if doc.get("mechanism") == mech.PLAIN:
+            if mech.names_plain(doc.get("mechanism")):
                 item.issue(
                     row.header("deniable::mechanism"),
                     "a text answer is always randomized (a sketch: hcms, cms or rappor); give "
@@ -388,7 +388,7 @@ class _Importer:
             elif key == "required" and value.strip().lower() not in _YES:
                 self.ignored(row, key, item)
         mechanism = (row.get("deniable::mechanism") or "").strip()
-        item.plain = mechanism == mech.PLAIN
+        item.plain = mech.names_plain(mechanism)
         for key in ("default", "choice_filter"):
             if row.get(key):
                 if item.plain:
@@ -442,7 +442,7 @@ class _Importer:
                     for key, value in sorted(params.items())
                 }
         default = self.default_epsilon
-        randomized = doc.get("mechanism") != mech.PLAIN
+        randomized = not mech.names_plain(doc.get("mechanism"))
         if default is not None and randomized and "epsilon" not in doc and not params:
             doc["epsilon"] = default
         candidates = row.get("deniable::candidates")
@@ -543,7 +543,7 @@ class _Importer:
         bounds = parse_range(constraint, item.name) if constraint else None
         given = bounds or item.kind.bounds
         low, high = given
-        plain = doc.get("mechanism") == mech.PLAIN or not self.privacy_given
+        plain = mech.names_plain(doc.get("mechanism")) or not self.privacy_given
         if not plain:
             if low is None or high is None:
                 said = f"got {constraint!r}" if constraint else "the cell is empty"

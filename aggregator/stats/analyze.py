@@ -82,8 +82,23 @@ def _json_key(answers: Any, arms: Any) -> Hashable | None:
         return None
 
 
-#: Distinct answer patterns whose checks answer_rows remembers at once (then it starts over).
+#: Distinct answer patterns whose checks answer_rows remembers at once (then it starts over),
+#: and the bytes of their answers (text answers' sketches are a kilobyte each, and nearly all
+#: distinct: the count alone would let 100,000 of them hold hundreds of megabytes).
 PATTERNS_REMEMBERED = 100_000
+PATTERN_BYTES_REMEMBERED = 8 * 2**20
+
+
+def answers_bytes(answers: Mapping[str, Any]) -> int:
+    """About the bytes an answers object holds (its strings, 64 per value besides): what the
+    pattern memo and the pattern lists count against their byte bounds."""
+    total = 64 * len(answers)
+    for value in answers.values():
+        if type(value) is str:
+            total += len(value)
+        elif type(value) is list:
+            total += sum(len(x) if type(x) is str else 8 for x in value)
+    return total
 
 
 def _checked_rows(
@@ -97,8 +112,10 @@ def _checked_rows(
     seen_ids: dict[str, bytes] = {}  # report_id -> sha256 of the canonical report
     seen_keys: set[str] = set()
     checked_of: dict[Hashable, Mapping[str, Any]] = {}
+    remembered = 0  # bytes of the remembered patterns (their keys and answers: twice theirs)
 
     def check(answers: Any, arms: Any) -> Mapping[str, Any]:
+        nonlocal remembered
         key = _pattern_key(answers, arms)
         try:
             found = checked_of.get(key)
@@ -108,9 +125,15 @@ def _checked_rows(
         if found is None:
             found = check_answers(survey, answers, arms)
             if key is not None:
-                if len(checked_of) >= PATTERNS_REMEMBERED:
+                size = 2 * answers_bytes(found)
+                if (
+                    len(checked_of) >= PATTERNS_REMEMBERED
+                    or remembered + size > PATTERN_BYTES_REMEMBERED
+                ):
                     checked_of.clear()
+                    remembered = 0
                 checked_of[key] = found
+                remembered += size
         return found
 
     for line, raw in _records(reports):
@@ -181,8 +204,10 @@ def answer_rows(
     return _checked_rows(survey, reports, verify)
 
 
-#: Reports counted at once when reports are streamed into answer patterns (bounds the memory).
+#: Reports counted at once when reports are streamed into answer patterns, and the bytes of the
+#: distinct answers one list may hold (bound the memory; see PATTERN_BYTES_REMEMBERED).
 REPORTS_AT_ONCE = 100_000
+PATTERN_BYTES_AT_ONCE = 8 * 2**20
 
 
 def answer_patterns(
@@ -197,12 +222,16 @@ def answer_patterns(
         # tells the patterns apart.
         answers_of: dict[int, Mapping[str, Any]] = {}
         counts: dict[int, int] = {}
+        held = 0
         for answers in islice(rows, REPORTS_AT_ONCE):
             key = id(answers)
             n = counts.get(key)
             if n is None:
                 answers_of[key] = answers
                 counts[key] = 1
+                held += answers_bytes(answers)
+                if held > PATTERN_BYTES_AT_ONCE:
+                    break
             else:
                 counts[key] = n + 1
         if not counts:

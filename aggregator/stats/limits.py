@@ -51,6 +51,9 @@ class Limits:
     max_questions: int = 100
     #: Surveys: sketch cells (text questions' counters) over all of one survey's questions.
     max_survey_sketch_cells: int = 262_144
+    #: Surveys: bytes of one survey as stored (its canonical JSON), which every page and
+    #: results request reads: an XLSForm's translations can expand it far past its upload.
+    max_survey_bytes: int = 8 * 1024 * 1024
 
     def __post_init__(self) -> None:
         """Each limit a whole number (a NaN or a string would let every request through or

@@ -19,33 +19,16 @@ the candidates rarely share columns, and removes the collisions' bias).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from deniable.aggregator.stats.estimate import upper_quantile
-from deniable.shared.mechanisms import (
-    MAX_EPSILON,
-    MIN_EPSILON,
-    Coins,
-    Mechanism,
-    MultiRR,
-    OneBit,
-    auto,
-    from_epsilon,
-)
-from deniable.shared.probability import round_down, round_up
-from deniable.shared.sketches import CMS, HCMS, RAPPOR
+from deniable.shared.mechanisms import MAX_EPSILON, MIN_EPSILON, Coins, Mechanism, OneBit, Planning
+from deniable.shared.questions import PLANNED
+from deniable.shared.sketches import RAPPOR
 from deniable.shared.survey import MAX_OPTIONS as SURVEY_MAX_OPTIONS
 
-#: RAPPOR's planned shape: Bloom bits, hashes, cohorts (the permanent response only, its f
-#: from the epsilon), and the candidates its variance is computed over by default.
-RAPPOR_SHAPE = (32, 2, 16)
-#: A text question's sketch (hash functions, columns) when none is given.
-DEFAULT_SKETCH = {"hcms": (16, 1024), "cms": (16, 256)}
 #: As many options as a survey question may have.
 MAX_OPTIONS = SURVEY_MAX_OPTIONS
 #: More respondents than any survey will have: a margin needing more is refused, not overflowed.
@@ -102,12 +85,16 @@ def check_epsilon(epsilon: float) -> float:
 
 def coins_at(epsilon: float) -> Coins:
     """The two-coin design with a fair second coin (yes = 1/2) at (at most) epsilon."""
-    e = math.exp(epsilon)
-    return Coins(truth=round_down((e - 1.0) / (e + 1.0)), yes=Fraction(1, 2))
+    return Coins.planned(2, epsilon)  # type: ignore[return-value]
+
+
+def rappor_at(epsilon: float, shape: tuple[int, int, int] | None = None) -> RAPPOR:
+    """RAPPOR with the permanent response only (p = 0, q = 1) at (at most) epsilon."""
+    return RAPPOR.planned(0, epsilon, shape=shape)
 
 
 def mechanism_for(
-    name: str, k: int, epsilon: float, width: int = 1, sketch: tuple[int, int] | None = None
+    name: str, k: int, epsilon: float, width: int = 1, sketch: tuple[int, ...] | None = None
 ) -> Mechanism:
     """The mechanism `name` over k options (onebit: a range `width` wide; hcms, cms: a sketch
     of (hash functions, columns)) at epsilon; PlanError if it does not fit."""
@@ -118,84 +105,28 @@ def mechanism_for(
         raise PlanError(
             f"mechanism: {name} answers binary questions only (options 2), got options {k}"
         )
-    return planned.build(name, k, epsilon, width, sketch)
-
-
-def _from_epsilon(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
-    return from_epsilon(name, k, epsilon=epsilon)
-
-
-def _coins(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
-    return coins_at(epsilon)
-
-
-def _auto(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
-    return auto(k, epsilon=epsilon)
-
-
-def _onebit(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
-    return OneBit.from_epsilon(low=0, high=width, epsilon=epsilon)
-
-
-def _multi(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
     try:
-        return MultiRR.from_epsilon(k, epsilon=epsilon)
-    except ValueError as exc:
-        raise PlanError(str(exc)) from None
+        return BUILDERS[name](k, epsilon, width, sketch)  # type: ignore[no-any-return]
+    except ValueError as exc:  # a sketch's shape, or an epsilon too small per option
+        raise PlanError(f"sketch: {exc}" if planned.shape else str(exc)) from None
 
 
-def _sketch(name: str, k: int, epsilon: float, width: int, sketch: Any) -> Mechanism:
-    hashes, columns = sketch or DEFAULT_SKETCH[name]
-    kind = SKETCHES[name]
-    try:
-        return kind.from_epsilon(k=hashes, m=columns, epsilon=epsilon)  # type: ignore[return-value]
-    except ValueError as exc:
-        raise PlanError(f"sketch: {exc}") from None
-
-
-@dataclass(frozen=True)
-class Plannable:
-    """A mechanism the planner is asked for by name (`--mechanism`): how it is built and which
-    rows its plan shows."""
-
-    build: Callable[[str, int, float, int, Any], Mechanism]
-    #: The plan's rows: "options" (beside the mechanisms worth comparing for k options),
-    #: "alone", "sketches" (hcms beside cms) or "rappor" (from its decoder).
-    rows: str = "options"
-    #: Whether it answers binary questions only (options 2).
-    binary_only: bool = False
-    #: Whether it plans a mean over a range (--range), not shares.
-    ranged: bool = False
-    #: Whether its row names the mechanism it picked, like "auto (grr)".
-    picks: bool = False
-    #: What is planned, when not options or a range ("{k}": the options).
-    what: str | None = None
-
-
-#: Every name the planner takes, in the order its help lists them.
-PLANNABLE: dict[str, Plannable] = {
-    "rr": Plannable(_from_epsilon, binary_only=True),
-    "coins": Plannable(_coins, binary_only=True),
-    "grr": Plannable(_from_epsilon),
-    "oue": Plannable(_from_epsilon),
-    "auto": Plannable(_auto, picks=True),
-    "onebit": Plannable(_onebit, rows="alone", ranged=True),
-    "multi": Plannable(
-        _multi, rows="alone", what="{k} options, each selected or not at epsilon / {k}"
-    ),
-    "hcms": Plannable(_sketch, rows="sketches"),
-    "cms": Plannable(_sketch, rows="sketches"),
-    "rappor": Plannable(_from_epsilon, rows="rappor"),
-}
+#: Every mechanism the margin planner takes, by the name it is asked for, in the order its
+#: help lists them (each class declares its planning: deniable.shared.mechanisms.Planning).
+PLANNABLE: dict[str, Planning] = {m.planning.name: m.planning for m in PLANNED if m.planning.margin}
+#: How each is built at an epsilon, by the same names.
+BUILDERS = {m.planning.name: m.planned for m in PLANNED}
 #: Every name the planner takes (`--mechanism`).
 MECHANISM_NAMES = tuple(PLANNABLE)
 #: The text sketches a plan compares, by name.
-SKETCHES = {"hcms": HCMS, "cms": CMS}
+SKETCHES = tuple(name for name, planned in PLANNABLE.items() if planned.rows == "sketches")
 
 
-def _planned(name: str) -> Plannable:
-    """The planner's entry for a row's name ("auto (grr)" is planned like grr)."""
-    return PLANNABLE.get(name, PLANNABLE["grr"])
+def _planned(name: str) -> Planning:
+    """The planner's entry for a row's name ("auto (grr)" is planned like the compared ones)."""
+    if name in PLANNABLE:
+        return PLANNABLE[name]
+    return next(p for p in PLANNABLE.values() if p.compared and not p.binary_only)
 
 
 def _scale(mechanism: Mechanism) -> float:
@@ -239,8 +170,13 @@ def margin_for(mechanism: Mechanism, respondents: int, confidence: float = 0.95)
 
 
 def compared(k: int) -> tuple[str, ...]:
-    """The mechanisms worth comparing for k options."""
-    return ("rr", "coins") if k == 2 else ("grr", "oue")
+    """The mechanisms worth comparing for k options: the binary ones for 2, else the others."""
+    return tuple(n for n, p in PLANNABLE.items() if p.compared and p.binary_only == (k == 2))
+
+
+def default_mechanism(k: int) -> str:
+    """The mechanism planned for k options when none is named (rr for 2, else auto)."""
+    return next(n for n, p in PLANNABLE.items() if p.default and p.binary_only == (k == 2))
 
 
 def plan(
@@ -274,7 +210,7 @@ def plan(
     if (margin is None) == (respondents is None):
         raise PlanError("give either a margin (respondents needed) or respondents (margin bought)")
     z = z_for(confidence)
-    name = mechanism or ("rr" if options == 2 else "auto")
+    name = mechanism or default_mechanism(options)
 
     def row(label: str, mech: Mechanism) -> PlanRow:
         if margin is not None:
@@ -287,19 +223,19 @@ def plan(
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, [chosen], width
         )
-    if rows_kind == "rappor":
-        return _rappor_plan(epsilon, margin, respondents, options, confidence, z, sketch)
+    if rows_kind == "decoded":
+        return _decoded_plan(name, epsilon, margin, respondents, options, confidence, z, sketch)
     if rows_kind == "sketches":
-        size = sketch or DEFAULT_SKETCH[name]
+        size = sketch or PLANNABLE[name].shape
         rows = [
             row(other, mechanism_for(other, options, epsilon, sketch=size)) for other in SKETCHES
         ]
-        chosen = rows[list(SKETCHES).index(name)]
+        chosen = rows[SKETCHES.index(name)]
         return Plan(
             epsilon, options, float(confidence), z, margin, respondents, chosen, rows, None, size
         )
     if sketch is not None:
-        raise PlanError("sketch: give --sketch only with --mechanism hcms or cms")
+        raise PlanError(f"sketch: give --sketch only with --mechanism {' or '.join(SKETCHES)}")
     rows = [row(other, mechanism_for(other, options, epsilon)) for other in compared(options)]
     chosen = next((r for r in rows if r.name == name), None)
     if chosen is None:
@@ -320,15 +256,8 @@ class _Planned:
         return self.per_report / n
 
 
-def rappor_at(epsilon: float, shape: tuple[int, int, int] = RAPPOR_SHAPE) -> RAPPOR:
-    """RAPPOR with the permanent response only (p = 0, q = 1) at (at most) epsilon:
-    epsilon = 2h ln((1 - f/2) / (f/2)), f rounded up."""
-    bits, hashes, cohorts = shape
-    f = round_up(2.0 / (1.0 + math.exp(epsilon / (2 * hashes))))
-    return RAPPOR(k=bits, h=hashes, m=cohorts, f=f, p=Fraction(0), q=Fraction(1))
-
-
-def _rappor_plan(
+def _decoded_plan(
+    name: str,
     epsilon: float,
     margin: float | None,
     respondents: int | None,
@@ -337,8 +266,9 @@ def _rappor_plan(
     z: float,
     shape: tuple[int, ...] | None,
 ) -> Plan:
-    """RAPPOR's plan: the largest per-report variance of a candidate's share among `candidates`
-    equally frequent ones, from the decoder itself (it depends on their Bloom bits)."""
+    """A sketch planned from its decoder (RAPPOR): the largest per-report variance of a
+    candidate's share among `candidates` equally frequent ones, from the decoder itself (it
+    depends on their Bloom bits)."""
     from deniable.aggregator.stats.limits import DEFAULT_LIMITS
     from deniable.aggregator.stats.sketch_estimate import SketchDecodeError, decoder, decoder_cells
     from deniable.aggregator.stats.sketch_simulate import expected_counts
@@ -353,8 +283,9 @@ def _rappor_plan(
         isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1
     ):
         raise PlanError(f"margin: expected a number between 0 and 1, like 0.01, got {margin!r}")
+    default = PLANNABLE[name].shape
     try:
-        sketch = rappor_at(epsilon, tuple(shape) if shape else RAPPOR_SHAPE)  # type: ignore[arg-type]
+        sketch = BUILDERS[name](candidates, epsilon, 1, tuple(shape) if shape else default)
     except ValueError as exc:
         raise PlanError(f"sketch: {exc}") from None
     # The variance comes from the decoder itself: bounded as a results request's decoders are.
@@ -378,11 +309,11 @@ def _rappor_plan(
     mech = _Planned(float(sketch.p_star), float(sketch.q_star), per_report)
     if margin is not None:
         needed = respondents_for_margin(per_report, margin, z)
-        row = PlanRow("rappor", mech, needed, None)  # type: ignore[arg-type]
+        row = PlanRow(name, mech, needed, None)  # type: ignore[arg-type]
     else:
         if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
             raise PlanError(f"respondents: expected a whole number from 1, got {respondents!r}")
-        row = PlanRow("rappor", mech, None, z * math.sqrt(per_report / respondents))  # type: ignore[arg-type]
+        row = PlanRow(name, mech, None, z * math.sqrt(per_report / respondents))  # type: ignore[arg-type]
     return Plan(
         epsilon,
         candidates,
@@ -393,14 +324,14 @@ def _rappor_plan(
         row,
         [row],
         None,
-        tuple(shape) if shape else RAPPOR_SHAPE,  # type: ignore[arg-type]
+        tuple(shape) if shape else default,  # type: ignore[arg-type]
     )
 
 
 def format_plan(result: Plan) -> str:
     """The plan as text: the comparison table, then the chosen number alone on the last line."""
     planned = _planned(result.chosen.name)
-    if result.sketch is not None and planned.rows == "rappor":
+    if result.sketch is not None and planned.rows == "decoded":
         bits, hashes, cohorts = result.sketch  # type: ignore[misc]
         what = (
             f"one text candidate's share among {result.options} equally frequent ones, RAPPOR "
@@ -423,7 +354,7 @@ def format_plan(result: Plan) -> str:
         f"(z = {result.z:.6f}), "
         + (
             "at equal shares"
-            if planned.rows == "rappor"
+            if planned.rows == "decoded"
             else "worst case over the true distribution"
         ),
     ]
@@ -439,7 +370,7 @@ def format_plan(result: Plan) -> str:
         mark = "  <- chosen" if r is result.chosen else ""
         p, q = float(r.mechanism.p_star), float(r.mechanism.q_star)
         lines.append(f"  {r.name:<12} {p:>8.4f} {q:>8.4f} {value}{mark}")
-    if result.sketch is not None and planned.rows != "rappor":
+    if result.sketch is not None and planned.rows != "decoded":
         hashes, columns = result.sketch
         lines.append(
             f"  a sketch of {hashes} x {columns} keeps {2 * hashes * columns:,} counters (hcms; "

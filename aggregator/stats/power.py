@@ -26,8 +26,9 @@ from fractions import Fraction
 from statistics import NormalDist
 
 from deniable.aggregator.stats.estimate import upper_quantile
-from deniable.aggregator.stats.planning import check_epsilon, coins_at
-from deniable.shared.mechanisms import from_epsilon
+from deniable.aggregator.stats.planning import check_epsilon
+from deniable.shared.mechanisms import Planning
+from deniable.shared.questions import PLANNED
 
 #: The most respondents a sample size may come to (per group): larger is refused, not searched.
 MAX_N = 10**12
@@ -83,37 +84,22 @@ def mirrored(p: float) -> tuple[float, float]:
     return p, 1.0 - p
 
 
-def _rr(epsilon: float) -> tuple[float, float]:
-    mechanism = from_epsilon("rr", 2, epsilon=check_epsilon(epsilon))
-    return float(mechanism.p_star), float(mechanism.q_star)
-
-
-def _coins(epsilon: float) -> tuple[float, float]:
-    mechanism = coins_at(check_epsilon(epsilon))
-    return float(mechanism.p_star), float(mechanism.q_star)
-
-
-def _plain(epsilon: float | None) -> tuple[float, float]:
-    return 1.0, 0.0
-
-
-#: The binary mechanisms a power is computed for by name, and their (p*, q*) at an epsilon.
-BINARY: dict[str, Callable[..., tuple[float, float]]] = {
-    "rr": _rr,
-    "coins": _coins,
-    "none": _plain,
-}
-#: Whether a mechanism of BINARY needs an epsilon.
-NEEDS_EPSILON = {"rr": True, "coins": True, "none": False}
+#: The binary designs a power is computed for, by name (each mechanism class declares whether
+#: it is one: its `planning.power`), and how each is built at an epsilon.
+BINARY: dict[str, Planning] = {m.planning.name: m.planning for m in PLANNED if m.planning.power}
+_BUILT = {m.planning.name: m.planned for m in PLANNED if m.planning.power}
 
 
 def design_of(mechanism: str, epsilon: float | None) -> tuple[float, float]:
     """(p*, q*) of a binary mechanism by name at an epsilon (none: the plain question)."""
     if mechanism not in BINARY:
         raise PowerError(f"mechanism: expected one of {', '.join(BINARY)}, got {mechanism!r}")
-    if NEEDS_EPSILON[mechanism] and epsilon is None:
-        raise PowerError(f"epsilon: mechanism {mechanism} needs an epsilon, like 1")
-    return BINARY[mechanism](epsilon)
+    if BINARY[mechanism].needs_epsilon:
+        if epsilon is None:
+            raise PowerError(f"epsilon: mechanism {mechanism} needs an epsilon, like 1")
+        epsilon = check_epsilon(epsilon)
+    built = _BUILT[mechanism](2, epsilon)
+    return float(built.p_star), float(built.q_star)
 
 
 def parse_probability(name: str, text: str) -> float:

@@ -408,7 +408,7 @@ def regress_predictor(
     from deniable.aggregator.stats.regress import (
         _check_size,
         _covariates,
-        _frame,
+        build_model,
         coefficient_rows,
         collinear_terms,
     )
@@ -442,37 +442,34 @@ def regress_predictor(
     if n < 2 or not patterns:
         also = f" ({left_out} more skipped a question of the model)" if left_out else ""
         raise AnalysisError(f"a regression needs reports; got {n}{also}")
-    columns = _check_size(survey, parsed, covariates, patterns, limits)
-    check(
-        len(counts) * 2 * columns,
+
+    def joint_cells(columns: int) -> None:
+        check(
+            len(counts) * 2 * columns,
+            limits,
+            "max_model_cells",
+            f"the joint model has {len(counts):,} cells of reports x {2 * columns:,} parameters",
+        )
+
+    # The predictor's column at 0 and at 1; the linear part fits every column but the
+    # predictor's, beside the outcome model's.
+    model = build_model(
+        survey,
+        parsed,
+        covariates,
+        patterns,
+        n,
         limits,
-        "max_model_cells",
-        f"the joint model has {len(counts):,} cells of reports x {2 * columns:,} parameters",
+        fixed=({predictor: 0.0}, {predictor: 1.0}),
+        coefficients=lambda columns: 2 * columns - 1,
+        check_columns=joint_cells,
     )
-    frames = []
-    for value in (0.0, 1.0):
-        frame = _frame(survey, covariates, patterns)
-        frame[predictor] = np.full(len(patterns), value)
-        frames.append(frame)
-    try:
-        matrix0 = grammar.model_matrix(parsed, frames[0])
-        matrix1 = grammar.model_matrix(parsed, frames[1])
-    except AnalysisError:
-        raise
-    except Exception as exc:
-        raise AnalysisError(f"formula: cannot build the model: {exc}") from None
-    terms = [str(c) for c in matrix0.columns]
-    x0 = np.asarray(matrix0, dtype=np.float64)
-    x1 = np.asarray(matrix1, dtype=np.float64)
+    terms, (x0, x1) = model.terms, model.matrices
     moved = [j for j in range(x0.shape[1]) if not np.array_equal(x0[:, j], x1[:, j])]
     if len(moved) != 1:  # pragma: no cover - _check_predictor admits only a lone term
         raise UnknownQuestion(f"formula: cannot find the column of {predictor!r}")
     column = moved[0]
     keep = [j for j in range(x0.shape[1]) if j != column]
-    if n <= x0.shape[1] + len(keep):
-        raise AnalysisError(
-            f"{n} reports cannot fit {x0.shape[1] + len(keep)} coefficients; collect more"
-        )
     cells = sorted(counts)  # one order whatever the source: the same sums, the same digits
     index = {pattern: i for i, pattern in enumerate(patterns)}
     rows = np.array([index[cell[0]] for cell in cells], dtype=np.intp)

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -230,6 +231,56 @@ def _frame(survey: Survey, covariates: list[str], patterns: list[tuple[int, ...]
     return pd.DataFrame(columns, index=range(len(patterns)))
 
 
+@dataclass(frozen=True)
+class Model:
+    """A regression's design: its terms (the model matrix's columns) and one matrix per
+    setting of the columns held fixed (a single one when none is)."""
+
+    terms: list[str]
+    matrices: list[np.ndarray]
+    #: The model's columns as counted against the limits.
+    columns: int
+
+
+def build_model(
+    survey: Survey,
+    parsed: grammar.ParsedFormula,
+    covariates: list[str],
+    patterns: list[tuple[int, ...]],
+    n: int,
+    limits: Limits,
+    *,
+    fixed: Sequence[Mapping[str, float]] = ({},),
+    coefficients: Callable[[int], int] = lambda columns: columns,
+    check_columns: Callable[[int], None] = lambda columns: None,
+) -> Model:
+    """The one model-building step of every regression fitter: formula -> frame -> matrix ->
+    enough reports. The model is counted against the limits (and `check_columns`) before
+    anything is built; then the covariate patterns' frame (with the `fixed` columns set, once
+    per setting), its model matrix by the formula, and AnalysisError unless the n reports
+    outnumber the `coefficients` it fits (the matrix's columns by default)."""
+    columns = _check_size(survey, parsed, covariates, patterns, limits)
+    check_columns(columns)
+    terms: list[str] = []
+    matrices = []
+    for setting in fixed:
+        frame = _frame(survey, covariates, patterns)
+        for name, value in setting.items():
+            frame[name] = np.full(len(patterns), value)
+        try:
+            matrix = grammar.model_matrix(parsed, frame)
+        except AnalysisError:
+            raise
+        except Exception as exc:
+            raise AnalysisError(f"formula: cannot build the model: {exc}") from None
+        terms = [str(c) for c in matrix.columns]
+        matrices.append(np.asarray(matrix, dtype=np.float64))
+    wanted = coefficients(matrices[0].shape[1])
+    if n <= wanted:
+        raise AnalysisError(f"{n} reports cannot fit {wanted} coefficients; collect more")
+    return Model(terms, matrices, columns)
+
+
 #: Entries of a null vector of the model matrix above this (its columns scaled to length 1)
 #: name a term in the collinear set.
 NULL_ENTRY = 1e-6
@@ -320,7 +371,7 @@ def fit(
         residual = ones / pi - zeros / (1.0 - pi)
         score = x.T @ (residual * gap * ds)
         info = (ones + zeros) * (gap * ds) ** 2 / (pi * (1.0 - pi))  # expected information
-        observed = (ones / pi**2 + zeros / (1.0 - pi) ** 2) * (
+        observed = (ones / pi / pi + zeros / (1.0 - pi) ** 2) * (  # never 0 / 0 at pi 1e-300
             gap * ds
         ) ** 2 - residual * gap * ds * (1.0 - 2.0 * s)
         return loglik, score, info, observed
@@ -469,18 +520,8 @@ def regress(
     if n < 2 or not patterns:
         also = f" ({left_out} more skipped a question of the model)" if left_out else ""
         raise AnalysisError(f"a regression needs reports; got {n}{also}")
-    _check_size(resolved, parsed, covariates, patterns, limits)
-    frame = _frame(resolved, covariates, patterns)
-    try:
-        matrix = grammar.model_matrix(parsed, frame)
-    except AnalysisError:
-        raise
-    except Exception as exc:
-        raise AnalysisError(f"formula: cannot build the model: {exc}") from None
-    terms = [str(c) for c in matrix.columns]
-    x = np.asarray(matrix, dtype=np.float64)
-    if n <= x.shape[1]:
-        raise AnalysisError(f"{n} reports cannot fit {x.shape[1]} coefficients; collect more")
+    model = build_model(resolved, parsed, covariates, patterns, n, limits)
+    terms, (x,) = model.terms, model.matrices
     ones = np.array([counts[(key, 1)] for key in keys], dtype=np.float64)
     zeros = np.array([counts[(key, 0)] for key in keys], dtype=np.float64)
     direct = np.array([key[-1] for key in keys], dtype=bool)  # the outcome asked directly

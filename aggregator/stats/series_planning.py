@@ -36,16 +36,13 @@ from deniable.aggregator.stats.planning import (
     z_for,
 )
 from deniable.aggregator.stats.waves import trend_coefficients
-from deniable.shared.longitudinal import LGRR, LOSUE, Longitudinal, auto
+from deniable.shared.longitudinal import PLANNED, Longitudinal
 
-#: The protocols a series plan is asked for by name: binary questions are L-GRR over 2.
-SERIES_MECHANISMS = ("l-grr", "l-osue", "auto")
+#: The protocols a series plan is asked for by name, the default first (binary questions are
+#: L-GRR over 2).
+SERIES_MECHANISMS = tuple(PLANNED)
 #: At most this many waves in a trend plan.
 MAX_PLANNED_WAVES = 1000
-
-
-#: The protocols chosen by name beside L-GRR (the default, binary when k = 2).
-_BUILDERS: dict[str, Any] = {LOSUE.name: LOSUE, "auto": auto}
 
 
 def protocol_for(name: str, k: int, epsilon_perm: float, epsilon_1: float) -> Longitudinal:
@@ -55,9 +52,7 @@ def protocol_for(name: str, k: int, epsilon_perm: float, epsilon_1: float) -> Lo
     if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_OPTIONS:
         raise PlanError(f"options: expected a number from 2 to {MAX_OPTIONS}, got {k!r}")
     try:
-        if name in _BUILDERS:
-            return _BUILDERS[name](k, epsilon_perm, epsilon_1)
-        return LGRR(k, epsilon_perm, epsilon_1, binary=k == 2)
+        return PLANNED[name](k, epsilon_perm, epsilon_1)
     except ValueError as exc:
         raise PlanError(str(exc)) from None
 

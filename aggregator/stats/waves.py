@@ -33,6 +33,7 @@ import numpy as np
 from deniable.aggregator.stats.estimate import em_share, option_stats, z_value
 from deniable.aggregator.stats.series_results import SeriesResults
 from deniable.shared.mechanisms import Mechanism
+from deniable.shared.questions import QUESTION_TYPES
 
 #: At most this many waves in a series' results (checked before any work).
 MAX_WAVES = 1000
@@ -209,18 +210,11 @@ def _followed(waves: Sequence[Wave]) -> dict[tuple[str, str], list[_Point]]:
     }
 
 
-def _rows(entry: Mapping[str, Any]) -> str:
-    """The kind of rows of a results entry (the question type's `rows`)."""
-    kind = entry.get("type")
-    if kind == "binary":
-        return "yes"
-    if kind == "integer":
-        return "mean"
-    if kind == "multi":
-        return "marks"
-    if kind == "text":
-        return "candidates"
-    return "options"
+def _rows(entry: Mapping[str, Any]) -> str | None:
+    """The kind of rows of a results entry: its question type's `rows` (None: a type this
+    aggregator does not know, never followed)."""
+    kind = QUESTION_TYPES.get(entry.get("type"))  # type: ignore[arg-type]
+    return None if kind is None else kind.rows
 
 
 def _limits(key: tuple[str, str], waves: Sequence[Wave]) -> float:

@@ -29,7 +29,7 @@ from deniable.aggregator.stats.designed import (
 from deniable.aggregator.stats.errors import AnalysisError
 from deniable.aggregator.stats.estimate import z_value
 from deniable.aggregator.stats.limits import DEFAULT_LIMITS, Limits
-from deniable.aggregator.stats.regress import _check_size, _frame, fit
+from deniable.aggregator.stats.regress import build_model, fit
 from deniable.aggregator.stats.results import RegressionResults
 from deniable.aggregator.stats.weighted import Frame, design_variance
 from deniable.shared.survey import Survey
@@ -109,17 +109,8 @@ def weighted_regress(
     if n < 2 or not patterns:
         also = f" ({left_out} more skipped a question of the model)" if left_out else ""
         raise AnalysisError(f"a regression needs reports; got {n}{also}")
-    _check_size(survey, parsed, covariates, patterns, limits)
-    try:
-        matrix = grammar.model_matrix(parsed, _frame(survey, covariates, patterns))
-    except AnalysisError:
-        raise
-    except Exception as exc:
-        raise AnalysisError(f"formula: cannot build the model: {exc}") from None
-    terms = [str(c) for c in matrix.columns]
-    x = np.asarray(matrix, dtype=np.float64)
-    if n <= x.shape[1]:
-        raise AnalysisError(f"{n} reports cannot fit {x.shape[1]} coefficients; collect more")
+    model = build_model(survey, parsed, covariates, patterns, n, limits)
+    terms, (x,) = model.terms, model.matrices
     where = {pattern: i for i, pattern in enumerate(patterns)}
     pattern = np.array([where.get(tuple(a[1:]), 0) for a in answers], dtype=np.int64)
     y = np.array(

@@ -9,14 +9,14 @@ parameters first checks the rule first, so an unseen survey is 404 whatever the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from deniable.aggregator import access, accounts, audit, exports, forms, surveys
+from deniable.aggregator import access, accounts, forms, surveys
 from deniable.aggregator.access import Action
+from deniable.aggregator.exports.tables import StatFormat
 from deniable.aggregator.params import (
     parse_candidates,
     parse_confidence,
@@ -25,10 +25,10 @@ from deniable.aggregator.params import (
 )
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.store import Grant, StoreError
-from deniable.aggregator.web import report_endpoint
+from deniable.aggregator.web import downloads, report_endpoint
 from deniable.aggregator.web.auth import principal, researcher_required
 from deniable.aggregator.web.bodies import json_body, json_object, read_body
-from deniable.aggregator.web.db import get_store, provider, survey_cache
+from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.aggregator.web.problems import Problem
 from deniable.shared.errors import SurveyError
 
@@ -246,51 +246,29 @@ def series_results(series_id: str) -> Any:
 def results_as_csv(survey_id: str) -> Any:
     """The results as CSV, one row per option."""
     _authorize(survey_id, "results")
-    text = surveys.results_csv(get_store(), survey_id, who=principal(), **_results_options())
-    response = Response(text, mimetype="text/csv")
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
-    return response
+    return downloads.results_csv(survey_id, principal(), _results_options())
 
 
 @bp.get("/api/v1/surveys/<survey_id>/reports.jsonl")
 @researcher_required
 def reports_jsonl(survey_id: str) -> Any:
     """Every stored noisy report, one JSON per line, streamed (memory flat in their number)."""
-    lines = surveys.report_lines(provider(), survey_id, who=principal())
-    response = Response(lines, mimetype="application/x-ndjson")
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-reports.jsonl"'
-    return response
+    return downloads.reports_jsonl(survey_id, principal())
 
 
 @bp.get("/api/v1/surveys/<survey_id>/answers.csv")
 @researcher_required
 def answers_csv(survey_id: str) -> Any:
     """One row per report, a column per question (wire-encoded answers), streamed."""
-    lines = exports.answers_csv(provider(), survey_id, who=principal())
-    response = Response(lines, mimetype="text/csv")
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-answers.csv"'
-    return response
-
-
-#: The statistics packages' files: format -> media type.
-STAT_TYPES = {"dta": "application/x-stata-dta", "sav": "application/x-spss-sav"}
+    return downloads.answers_csv(survey_id, principal())
 
 
 @bp.get("/api/v1/surveys/<survey_id>/export.dta", defaults={"fmt": "dta"})
 @bp.get("/api/v1/surveys/<survey_id>/export.sav", defaults={"fmt": "sav"})
 @researcher_required
-def export_file(survey_id: str, fmt: str) -> Any:
+def export_file(survey_id: str, fmt: StatFormat) -> Any:
     """The rows as Stata .dta or SPSS .sav, with labels and the design in the notes."""
-    data = exports.stat_file(
-        get_store(),
-        survey_id,
-        fmt,  # type: ignore[arg-type]
-        who=principal(),
-        cache=survey_cache(),
-    )
-    response = Response(data, mimetype=STAT_TYPES[fmt])
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}.{fmt}"'
-    return response
+    return downloads.stat_file(survey_id, fmt, principal())
 
 
 @bp.get("/api/v1/surveys/<survey_id>/analysis.R")
@@ -299,13 +277,7 @@ def analysis_r(survey_id: str) -> Any:
     """An R script fitting ?formula= with R's rr on answers.csv (the design filled in); without
     a formula, each randomized yes/no question's share."""
     _authorize(survey_id, "export")  # 404 or 403 before a repeated formula's 400
-    formula = _query("formula")
-    script = exports.analysis_script(
-        get_store(), survey_id, formula, who=principal(), cache=survey_cache()
-    )
-    response = Response(script, mimetype="text/plain")
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-analysis.R"'
-    return response
+    return downloads.analysis_script(survey_id, _query("formula"), principal())
 
 
 def _json(doc: Any) -> Response:
@@ -461,14 +433,4 @@ def survey_audit(survey_id: str) -> Any:
     since = _query("since")
     if since is not None:
         accounts.parse_since(since)  # a bad ?since= is a 400 now, not a broken stream later
-    stores = provider()
-
-    def lines() -> Iterator[str]:
-        with stores.borrowed() as store:
-            yield from audit.lines(
-                accounts.audit_entries(store, who, survey=survey_id, since=since)
-            )
-
-    response = Response(lines(), mimetype="application/x-ndjson")
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-audit.jsonl"'
-    return response
+    return downloads.audit_jsonl(survey_id, who, since)

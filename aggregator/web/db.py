@@ -12,9 +12,9 @@ from pathlib import Path
 
 from flask import Flask, current_app, g
 
-from deniable.aggregator.ingest import SurveyCache
 from deniable.aggregator.store.base import Store, StoreError
 from deniable.aggregator.store.pool import StoreProvider
+from deniable.aggregator.store.survey_cache import SurveyCache
 
 #: Where the app keeps its StoreProvider and its SurveyCache.
 EXTENSION = "deniable.stores"

@@ -6,9 +6,11 @@ request handling.
   (application/ohttp-keys).
 - POST /ohttp takes message/ohttp-req: the Binary HTTP request inside must be a POST of one
   report to /api/v1/reports. It is answered by the report endpoint itself, as if posted there
-  (the same checks, refusals, rate limits and statuses), and its answer goes back sealed,
+  (the same checks, refusals and statuses), and its answer goes back sealed,
   message/ohttp-res. Nothing of the outer request but the relay's address (for rate limits)
-  reaches the inner one.
+  reaches the inner one. A relay of DENIABLE_RELAY_ADDRESSES is limited by
+  DENIABLE_RELAY_RATE_LIMIT, any other address as for a direct POST (limits.PostCounter); an
+  address at its limit is refused (429) before any decryption.
 - A request that names a key or suite this gateway does not hold is a 400 problem of type
   ohttp-key (the client drops it: it can never be read); one that does not open (changed on
   the way) is a plain-text 400, which the delivery policy keeps queued and sends again.
@@ -35,6 +37,7 @@ from deniable.aggregator.web import problems, report_endpoint
 from deniable.aggregator.web.bodies import read_body
 from deniable.aggregator.web.db import EXTENSION as STORES
 from deniable.aggregator.web.db import SURVEYS
+from deniable.aggregator.web.limits import RELAYED, post_counter
 from deniable.aggregator.web.report_endpoint import StartResponse, WSGIApp, recent_records
 from deniable.shared import bhttp, ohttp
 from deniable.shared.canonical import JSONTextError, canonical_json, parse_json, sha256_hex
@@ -148,6 +151,9 @@ class Gateway:
         kind = (environ.get("CONTENT_TYPE") or "").split(";")[0].strip().lower()
         if kind != ohttp.REQUEST_TYPE:
             raise problems.Problem(415, f"send Content-Type: {ohttp.REQUEST_TYPE}")
+        counter = post_counter(self.app)
+        if counter is not None:  # an address at its limit costs no body read nor decryption
+            counter.admit("reports", environ.get("REMOTE_ADDR") or "127.0.0.1", relayed=True)
         limit = self.app.config.get("MAX_CONTENT_LENGTH")
         data = read_body(environ, None if limit is None else limit + OVERHEAD)
         with self.app.extensions[STORES].borrowed() as store:
@@ -203,6 +209,7 @@ class Gateway:
             "CONTENT_TYPE": request.header("content-type") or "",
             "CONTENT_LENGTH": str(len(request.content)),
             "REMOTE_ADDR": environ.get("REMOTE_ADDR") or "127.0.0.1",  # the relay (rate limits)
+            RELAYED: True,
             "SERVER_NAME": environ.get("SERVER_NAME", "localhost"),
             "SERVER_PORT": environ.get("SERVER_PORT", "80"),
             "SERVER_PROTOCOL": "HTTP/1.1",

@@ -12,8 +12,11 @@ counts one against each. Reports and enrollments are counted apart per address. 
 would pass a limit is refused whole and counts nothing: 429 problem+json with Retry-After (send
 it again then, or a smaller batch now); a batch larger than the limit itself could never pass
 and gets 413 (send smaller batches). An address already at its limit is refused before its body
-is read. Failed dashboard logins count against the address (DENIABLE_LOGIN_LIMIT, default
-10/minute) and each is answered after a short delay.
+is read. Reports a relay of DENIABLE_RELAY_ADDRESSES passes on through the OHTTP gateway count
+against DENIABLE_RELAY_RATE_LIMIT per relay address instead (one relay carries many respondents;
+docs/anonymity.md#rate-limits-and-relays), and against their keys as always. Failed dashboard
+logins count against the address (DENIABLE_LOGIN_LIMIT, default 10/minute) and each is answered
+after a short delay.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from functools import partial
+from ipaddress import ip_address
 from typing import Any
 
 from flask import Flask, Response, current_app, request
@@ -39,9 +43,15 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from deniable.aggregator.web.problems import Problem, problem_response
 
 EXTENSION = "deniable.limiter"
-#: Where the app keeps its PostCounter (when DENIABLE_RATE_LIMIT is set).
+#: Where the app keeps its PostCounter (when DENIABLE_RATE_LIMIT, or DENIABLE_RELAY_RATE_LIMIT
+#: with DENIABLE_RELAY_ADDRESSES, is set).
 COUNTER = "deniable.post-counter"
+#: The setting a 413 names for an address's own limit.
+RATE_SETTING = "DENIABLE_RATE_LIMIT"
 ENROLLMENTS = "api.enrollments"
+#: The WSGI environ key the gateway sets on a report it opened (web/gateway.py): the request
+#: came through /ohttp, and its address is the sender's (a relay's, perhaps).
+RELAYED = "deniable.relayed"
 LOGIN = "dashboard.login"
 
 #: A limit is tested and then taken under this lock, so a refused request counts nothing and
@@ -103,51 +113,81 @@ def _refuse_over(
 
 class PostCounter:
     """Counts the report or enrollment POSTs of this process against DENIABLE_RATE_LIMIT: per
-    client address (k for a batch of k) and per public key. The report endpoint and the
-    enrollment view both ask it, in two steps: `admit` before the body is read, `charge` with
-    the body."""
+    client address (k for a batch of k) and per public key; reports a listed relay passes on
+    through the gateway against DENIABLE_RELAY_RATE_LIMIT per relay address instead. The report
+    endpoint and the enrollment view both ask it, in two steps: `admit` before the body is
+    read, `charge` with the body."""
 
-    def __init__(self, strategy: RateLimiter, rate: str, max_batch: int):
+    def __init__(
+        self,
+        strategy: RateLimiter,
+        rate: str | None,
+        max_batch: int,
+        *,
+        relay_rate: str | None = None,
+        relays: tuple[Any, ...] = (),
+    ):
         self.strategy = strategy
-        self.items = parse_many(rate)
+        self.items = parse_many(rate) if rate else []
+        self.relay_items = parse_many(relay_rate) if relay_rate else []
+        self.relays = relays
         self.max_batch = max_batch
 
-    def admit(self, kind: str, address: str) -> None:
+    def relay(self, address: str) -> str | None:
+        """The relay `address` is, when it is in DENIABLE_RELAY_ADDRESSES, as one text for its
+        counter (an IPv4 address as a dual-stack socket writes it, ::ffff:a.b.c.d, is the
+        same relay); None otherwise."""
+        try:
+            found = ip_address(address)
+        except ValueError:
+            return None
+        found = getattr(found, "ipv4_mapped", None) or found
+        return str(found) if any(found in network for network in self.relays) else None
+
+    def _address_limit(
+        self, kind: str, address: str, relayed: bool
+    ) -> tuple[list[RateLimitItem], tuple[str, ...], str, str]:
+        """The limits an address is counted against, its counter, what it counts and the
+        setting: a listed relay's, for the reports it passes on through the gateway; else the
+        address's own."""
+        relay = self.relay(address) if relayed and kind == "reports" else None
+        if relay is not None:
+            who = ("deniable-address", "relayed", relay)
+            return self.relay_items, who, "reports through this relay", "DENIABLE_RELAY_RATE_LIMIT"
+        return self.items, self._who(kind, address), f"{kind} from this address", RATE_SETTING
+
+    def admit(self, kind: str, address: str, *, relayed: bool = False) -> None:
         """Refuse (429) an address already at its limit: it costs no body read nor parse."""
+        items, who, what, _ = self._address_limit(kind, address, relayed)
         with _COUNTING:
             try:
-                _refuse_over(
-                    self.strategy,
-                    self.items,
-                    self._who(kind, address),
-                    1,
-                    f"{kind} from this address",
-                )
+                _refuse_over(self.strategy, items, who, 1, what)
             except StorageError:
                 raise _storage_down() from None
 
-    def charge(self, kind: str, address: str, body: bytes) -> None:
+    def charge(self, kind: str, address: str, body: bytes, *, relayed: bool = False) -> None:
         """Take what the POST counts from its address and each report's key, or refuse it
         whole (429, or 413 for a batch no window admits) if one of them would pass the limit."""
         count, keys = _posted(kind, body, self.max_batch)
-        smallest = min(self.items, key=lambda item: item.amount)
-        if count > smallest.amount:
+        items, who, what, setting = self._address_limit(kind, address, relayed)
+        smallest = min(items, key=lambda item: item.amount, default=None)
+        if smallest is not None and count > smallest.amount:
             raise Problem(
                 413,
                 f"a batch of {count} reports is more than the rate limit lets one address send "
-                f"at once ({smallest}, DENIABLE_RATE_LIMIT); send batches of at most "
+                f"at once ({smallest}, {setting}); send batches of at most "
                 f"{smallest.amount} reports",
             )
-        charges = [(self._who(kind, address), count, f"{kind} from this address")] + [
-            (("deniable-key", key), n, "reports or enrollments from one key")
+        charges = [(who, count, what, items)] + [
+            (("deniable-key", key), n, "reports or enrollments from one key", self.items)
             for key, n in Counter(keys).items()
         ]
         with _COUNTING:
             try:
-                for who, cost, what in charges:
-                    _refuse_over(self.strategy, self.items, who, cost, what)
-                for who, cost, _ in charges:
-                    for item in self.items:
+                for who, cost, what, limits in charges:
+                    _refuse_over(self.strategy, limits, who, cost, what)
+                for who, cost, _, limits in charges:
+                    for item in limits:
                         self.strategy.hit(item, *who, cost=cost)
             except StorageError:
                 raise _storage_down() from None
@@ -217,14 +257,20 @@ def init_limits(app: Flask) -> Limiter:
     app.extensions[EXTENSION] = limiter
     app.register_error_handler(RateLimitExceeded, _too_many)
     rate = app.config.get("RATE_LIMIT")
-    if rate:  # reports are counted by the report endpoint, enrollments here
+    relays = tuple(app.config.get("RELAY_ADDRESSES") or ())
+    relay_rate = app.config.get("RELAY_RATE_LIMIT") if relays else None
+    if rate or relay_rate:  # reports are counted by the report endpoint, enrollments here
         counter = app.extensions[COUNTER] = PostCounter(
-            limiter.limiter, rate, app.config["MAX_BATCH"]
+            limiter.limiter,
+            rate,
+            app.config["MAX_BATCH"],
+            relay_rate=relay_rate,
+            relays=relays,
         )
 
         @app.before_request
         def _count_enrollments() -> None:
-            if request.method == "POST" and request.endpoint == ENROLLMENTS:
+            if rate and request.method == "POST" and request.endpoint == ENROLLMENTS:
                 address = get_remote_address()
                 counter.admit("enrollments", address)
                 counter.charge("enrollments", address, request.get_data(cache=True))

@@ -32,7 +32,7 @@ from deniable.aggregator.web import cors, problems
 from deniable.aggregator.web.bodies import parse_json_body, read_body
 from deniable.aggregator.web.db import EXTENSION as STORES
 from deniable.aggregator.web.db import SURVEYS
-from deniable.aggregator.web.limits import post_counter
+from deniable.aggregator.web.limits import RELAYED, post_counter
 from deniable.aggregator.web.problems import Problem
 from deniable.aggregator.web.statuses import REPORT_STATUS
 
@@ -143,12 +143,13 @@ def respond(app: Flask, environ: dict[str, Any]) -> tuple[int, str]:
     """The status and JSON text answering one report POST; raises what refuses it."""
     counter = post_counter(app)
     address = environ.get("REMOTE_ADDR") or "127.0.0.1"
+    relayed = bool(environ.get(RELAYED))  # opened by the gateway (a relay's address, perhaps)
     if counter is not None:
-        counter.admit("reports", address)
+        counter.admit("reports", address, relayed=relayed)
     data = read_body(environ, app.config.get("MAX_CONTENT_LENGTH"))
     body = parse_json_body(data, environ.get("CONTENT_TYPE"))
     if counter is not None:
-        counter.charge("reports", address, data)
+        counter.charge("reports", address, data, relayed=relayed)
     with app.extensions[STORES].borrowed() as store:
         return answer(store, body, app)
 

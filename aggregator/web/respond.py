@@ -26,6 +26,7 @@ from deniable.aggregator.web.db import get_store, survey_cache
 from deniable.shared.errors import DeniableError
 from deniable.shared.page import (
     SERVED_ASSETS,
+    WORKER_IMPORTS,
     asset_version,
     connect_sources,
     import_map,
@@ -40,8 +41,8 @@ bp = Blueprint("respond", __name__, template_folder="templates")
 MODULE = "deniable.js"
 #: The files the page loads from /static/ (the service worker comes from /s/sw.js).
 PAGE_ASSETS = SERVED_ASSETS
-#: Served under /s/ as well: the service worker (its scope is /s/) and the module it imports.
-WORKER_FILES = ("sw.js", "deniable.js", "ohttp.js")
+#: Served under /s/ as well: the service worker (its scope is /s/) and the modules it imports.
+WORKER_FILES = ("sw.js", *WORKER_IMPORTS)
 #: How long a browser may keep a file of /static/v/<version>/: a year (its URL changes with it).
 VERSIONED_MAX_AGE = 365 * 24 * 3600
 _TYPES = {"js": "text/javascript", "css": "text/css"}
@@ -130,11 +131,8 @@ def versioned_file(asked: str, name: str) -> Any:
     return response
 
 
-@bp.get("/s/sw.js", defaults={"name": "sw.js"})
-@bp.get("/s/deniable.js", defaults={"name": "deniable.js"})
-@bp.get("/s/ohttp.js", defaults={"name": "ohttp.js"})
 def worker_file(name: str) -> Any:
-    """The service worker at /s/sw.js (so its scope is /s/), and the module it imports."""
+    """The service worker at /s/sw.js (so its scope is /s/), and the modules it imports."""
     try:
         body = static_bytes(name)
     except OSError:
@@ -143,6 +141,10 @@ def worker_file(name: str) -> Any:
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+for _name in WORKER_FILES:  # one route each: /s/<survey_id> is the page
+    bp.add_url_rule(f"/s/{_name}", view_func=worker_file, defaults={"name": _name})
 
 
 def _headers(response: Response, csp: str) -> Response:

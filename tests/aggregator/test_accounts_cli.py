@@ -17,6 +17,7 @@ from deniable.aggregator.cli.core import cli
 from deniable.aggregator.store import AuditEntry
 from tests.aggregator.conftest import TOKEN
 from tests.conftest import LiveServer
+from tests.postgres_support import SQLITE_ONLY
 
 #: What `token create` prints: the token, alone (secrets.token_urlsafe(32)).
 TOKEN_LINE = re.compile(r"[A-Za-z0-9_-]{43}\n")
@@ -195,6 +196,9 @@ def test_the_audit_log_as_jsonl_and_as_a_table(runner, client, habits):
     assert token not in everything and TOKEN not in everything
 
 
+# PostgreSQL: test_accounts_store/service.py
+@SQLITE_ONLY
+@pytest.mark.own_server  # it makes accounts and tokens
 def test_the_whole_flow_as_real_processes_beside_a_real_server(
     live_server: LiveServer, survey_doc: dict[str, Any]
 ):

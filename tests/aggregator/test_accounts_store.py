@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-import deniable.aggregator.store.sql as sql_store
+import deniable.aggregator.store.sql_people as sql_store
 from deniable.aggregator.credentials import TOKEN_ID_CHARS, digest, token_id
 from deniable.aggregator.store import AuditEntry
 from deniable.aggregator.store.sqlite import SQLiteStore

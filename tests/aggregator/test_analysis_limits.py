@@ -275,6 +275,22 @@ def test_sketch_cells_per_survey_just_under_the_limit_work_and_over_it_are_422(t
     assert f"{COUNTERS + 2 * COUNTERS:,} sketch counters" in detail
 
 
+def test_survey_bytes_just_under_the_limit_work_and_over_it_are_422(tmp_path):
+    from deniable.shared.canonical import canonical_json
+    from deniable.shared.survey import Survey
+
+    doc = survey_of(binaries(3), "three")
+    size = len(canonical_json(Survey.from_dict(doc).to_dict()))
+    at = limited_app(tmp_path / "at", MAX_SURVEY_BYTES=size).test_client()
+    assert at.post("/api/v1/surveys", json=doc, headers=AUTH).status_code == 201
+    under = limited_app(tmp_path / "under", MAX_SURVEY_BYTES=size - 1).test_client()
+    detail = assert_limit_problem(
+        under.post("/api/v1/surveys", json=doc, headers=AUTH), 422, "DENIABLE_MAX_SURVEY_BYTES"
+    )
+    assert f"{size:,} bytes as stored" in detail
+    assert under.get("/api/v1/surveys/three", headers=AUTH).status_code == 404  # nothing stored
+
+
 def test_own_candidates_over_the_decoder_limit_are_refused_at_creation(tmp_path):
     app = limited_app(tmp_path, MAX_DECODER_CELLS=DECODER_LIMIT)
     client = app.test_client()

@@ -227,7 +227,7 @@ def test_a_batch_stores_its_valid_reports_in_order(store, survey, report_for):
 
 
 def test_surveys_are_parsed_once_per_hash(store, survey, report_for):
-    from deniable.aggregator.ingest import SurveyCache
+    from deniable.aggregator.store.survey_cache import SurveyCache
 
     cache = SurveyCache()
     ingest(store, [report_for(survey) for _ in range(3)], cache=cache)

@@ -18,6 +18,7 @@ from deniable.aggregator import surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.store import Store
 from tests.conftest import LiveServer
+from tests.postgres_support import SQLITE_ONLY
 
 NOTICE = (
     "the product's own words (buttons, explanations) have no {} catalog and are shown in English"
@@ -70,6 +71,8 @@ def test_each_language_without_a_catalog_gets_one_notice(
     assert surveys.language_notices(record) == [NOTICE.format(tag) for tag in missing]
 
 
+# the store part: test_each_language_without_a_catalog_gets_one_notice on both
+@SQLITE_ONLY
 def test_the_api_answers_the_notices(live_server: LiveServer) -> None:
     german = doc("umfrage", "de", "fr")
     response = requests.post(
@@ -89,6 +92,8 @@ def test_the_api_answers_the_notices(live_server: LiveServer) -> None:
     assert page.status_code == 200
 
 
+# the store part: test_each_language_without_a_catalog_gets_one_notice on both
+@SQLITE_ONLY
 def test_the_cli_says_the_notices_on_stderr(live_server: LiveServer, tmp_path: Path) -> None:
     path = tmp_path / "survey.json"
     path.write_text(json.dumps(doc("sondeo", "es", "sw", "ar")), encoding="utf-8")
@@ -100,6 +105,8 @@ def test_the_cli_says_the_notices_on_stderr(live_server: LiveServer, tmp_path: P
     assert quiet.stdout.strip() == "plain" and "catalog" not in quiet.stderr
 
 
+# the store part: test_each_language_without_a_catalog_gets_one_notice on both
+@SQLITE_ONLY
 def test_the_dashboard_flashes_the_notices(live_server: LiveServer) -> None:
     session = requests.Session()
     login = session.get(f"{live_server.url}/login", timeout=10)

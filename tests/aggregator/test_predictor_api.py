@@ -20,6 +20,7 @@ from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.conftest import AGGREGATOR, LiveServer
 from tests.dashboard.conftest import csrf_of
+from tests.postgres_support import SQLITE_ONLY
 from tests.statistics.test_predictor import COLUMNS, DATA, FORMULA, R_OUTCOME, R_PREDICTOR
 
 DOC = json.loads((DATA / "nigeria-survey.json").read_text("utf-8"))
@@ -65,6 +66,8 @@ def stored(live_server: LiveServer) -> list[dict[str, Any]]:
     return reports
 
 
+# fits read stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_http_cli_researcher_and_python_give_one_fit(live_server: LiveServer, stored):
     response = requests.post(
         f"{live_server.url}/api/v1/surveys/nigeria/regression",
@@ -110,6 +113,8 @@ def test_http_cli_researcher_and_python_give_one_fit(live_server: LiveServer, st
     assert f"{fit['predictor_model']['coefficients'][2]['estimate']:.3f}" in predictor
 
 
+# fits read stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_http_refuses_what_cannot_be_fitted(live_server: LiveServer):
     live_server.create_survey(DOC)
     for formula, detail in [

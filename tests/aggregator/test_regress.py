@@ -191,3 +191,45 @@ def test_http_errors(client, auth, stored):
         response = client.post(path, json=body, headers=auth)
         assert response.status_code == status and detail in response.get_json()["detail"]
     assert client.post(path, json={"formula": "contact ~ adult"}).status_code == 401
+
+
+def test_one_model_building_step_builds_checks_and_refuses_too_few_reports():
+    """build_model, the step every fitter (plain, weighted, randomized predictor) takes: the
+    matrix by the formula, one per fixed setting, and too few reports refused by the number of
+    coefficients the fitter fits."""
+    from deniable.aggregator.stats import formula as grammar
+    from deniable.aggregator.stats.limits import OFFLINE_LIMITS
+    from deniable.aggregator.stats.regress import build_model
+
+    parsed = grammar.parse("contact ~ region + adult")
+    patterns = [(0, 0), (1, 1), (2, 0), (2, 1)]
+    model = build_model(SURVEY, parsed, ["region", "adult"], patterns, 5, OFFLINE_LIMITS)
+    assert model.terms[0] == "Intercept" and len(model.terms) == 4 == model.columns
+    (x,) = model.matrices
+    assert x.shape == (4, 4) and list(x[:, -1]) == [0.0, 1.0, 0.0, 1.0]  # adult as 0/1
+    with pytest.raises(AnalysisError, match="4 reports cannot fit 4 coefficients"):
+        build_model(SURVEY, parsed, ["region", "adult"], patterns, 4, OFFLINE_LIMITS)
+    # A column held at 0 then 1 (the randomized predictor's), and a fitter of 2p - 1.
+    fixed = build_model(
+        SURVEY,
+        parsed,
+        ["region"],
+        patterns,
+        8,
+        OFFLINE_LIMITS,
+        fixed=({"adult": 0.0}, {"adult": 1.0}),
+        coefficients=lambda p: 2 * p - 1,
+    )
+    x0, x1 = fixed.matrices
+    assert list(x0[:, -1]) == [0.0] * 4 and list(x1[:, -1]) == [1.0] * 4
+    with pytest.raises(AnalysisError, match="7 reports cannot fit 7 coefficients"):
+        build_model(
+            SURVEY,
+            parsed,
+            ["region"],
+            patterns,
+            7,
+            OFFLINE_LIMITS,
+            fixed=({"adult": 0.0}, {"adult": 1.0}),
+            coefficients=lambda p: 2 * p - 1,
+        )

@@ -57,8 +57,20 @@ def truth_of(i: int, wave: int) -> dict[str, str]:
     }
 
 
+#: The panel answered on each server, by its data directory: the tests only read it.
+PANELS: dict[str, str] = {}
+
+
 @pytest.fixture
-def panel(live_server: LiveServer, tmp_path: Path) -> str:
+def panel(live_server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Three waves answered by RESPONDENTS devices, once per server; the series id."""
+    if str(live_server.data_dir) not in PANELS:
+        devices = tmp_path_factory.mktemp("devices")
+        PANELS[str(live_server.data_dir)] = answer_panel(live_server, devices)
+    return PANELS[str(live_server.data_dir)]
+
+
+def answer_panel(live_server: LiveServer, tmp_path: Path) -> str:
     """Three waves answered by RESPONDENTS devices; the series id."""
     series = f"panel-{uuid.uuid4().hex[:8]}"
     for wave in (1, 2, 3):
@@ -112,6 +124,7 @@ def test_series_results_through_the_api_the_cli_and_the_researcher(
     assert narrower["confidence"] == 0.5
 
 
+@pytest.mark.own_server  # it makes an account
 def test_an_unknown_or_unseen_series_is_404(live_server: LiveServer, panel: str) -> None:
     for series in ("no-such-series", "Bad_Id"):
         response = live_server.get(f"/api/v1/series/{series}/results")

@@ -70,7 +70,7 @@ def signed(survey: Survey, answers: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def published(live_server: Any) -> Survey:
-    return Survey.from_dict(live_server.create_survey(SKIP_DOC)["survey"])
+    return Survey.from_dict(live_server.create_survey(SKIP_DOC, fresh=True)["survey"])
 
 
 def test_the_published_survey_keeps_its_conditions(published: Survey) -> None:

@@ -60,7 +60,7 @@ def signed(survey: Survey, answers: dict[str, Any], arms: object = None) -> dict
 
 @pytest.fixture
 def published(live_server: Any) -> Survey:
-    return Survey.from_dict(live_server.create_survey(SPLIT_DOC)["survey"])
+    return Survey.from_dict(live_server.create_survey(SPLIT_DOC, fresh=True)["survey"])
 
 
 def test_the_published_survey_keeps_its_shares(published: Survey) -> None:

@@ -122,6 +122,30 @@ def test_the_decoders_of_a_text_survey_cost_little_memory(tmp_path):
     assert grew < 64 * 2**20, f"{grew / 2**20:.0f} MiB"
 
 
+def test_distinct_text_answers_are_held_by_bytes_not_by_count(tmp_path, monkeypatch):
+    """Text answers are nearly all distinct, a kilobyte each: the pattern memo and the pattern
+    lists start over by bytes (their default bounds 8 MiB each), and the estimates are the
+    same as in one list."""
+    analyze_module = importlib.import_module("deniable.aggregator.stats.analyze")
+
+    bench = benchmark()
+    survey = Survey.from_dict(bench.design_survey())
+    reports = text_reports(survey, 120)
+    whole = estimates(analyze(survey, reports))
+    sizes = [analyze_module.answers_bytes(dict(r["answers"])) for r in reports]
+    assert min(sizes) > 1000  # the cms question's sketch row
+    monkeypatch.setattr(analyze_module, "PATTERN_BYTES_AT_ONCE", 10 * max(sizes))
+    monkeypatch.setattr(analyze_module, "PATTERN_BYTES_REMEMBERED", 10 * max(sizes))
+    lists = list(analyze_module.answer_patterns(survey, reports))
+    assert len(lists) >= 120 // 11
+    assert all(len(patterns) <= 11 for patterns in lists)
+    assert sum(n for patterns in lists for _, n in patterns) == 120
+    split = estimates(analyze(survey, reports))
+    assert split.keys() == whole.keys()
+    for key, value in whole.items():
+        assert split[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
 # ---- offline limits= and the server's settings ---------------------------------------------
 
 GROUPED: dict[str, Any] = {

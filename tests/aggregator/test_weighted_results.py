@@ -17,6 +17,7 @@ import requests
 from deniable.aggregator.stats import analyze, breakdown, crosstab, regress
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
+from tests.postgres_support import SQLITE_ONLY
 
 REGIONS = ["north", "south", "east"]
 VILLAGES = ["v00", "v01", "v02", "v10", "v11", "v12", "v13", "v20", "v21"]
@@ -102,6 +103,8 @@ def post_people(server: Any, doc: dict[str, Any]) -> tuple[Survey, list[dict[str
     return survey, reports
 
 
+# weighting reads stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_weighted_results_are_the_same_everywhere(live_server, tmp_path: Path):
     survey, reports = post_people(live_server, doc_with("weighted-e2e", SURVEY_DESIGN))
     base = f"/api/v1/surveys/{survey.id}"
@@ -145,6 +148,8 @@ def test_weighted_results_are_the_same_everywhere(live_server, tmp_path: Path):
     assert json.loads(by_cli) == got
 
 
+# weighting reads stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_a_weights_table_over_http_and_the_command_line(live_server, tmp_path: Path):
     survey, reports = post_people(live_server, doc_with("weights-table", {"clusters": "village"}))
     table = (
@@ -181,6 +186,8 @@ def test_a_weights_table_over_http_and_the_command_line(live_server, tmp_path: P
     assert flag.status_code == 400 and "weighted: expected true or false" in flag.json()["detail"]
 
 
+# weighting reads stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_a_weights_table_cannot_replace_population_sizes(live_server):
     survey, _ = post_people(live_server, doc_with("weights-conflict", SURVEY_DESIGN))
     response = live_server.get(
@@ -190,6 +197,8 @@ def test_a_weights_table_cannot_replace_population_sizes(live_server):
     assert "sets the weights from its population sizes" in response.json()["detail"]
 
 
+# weighting reads stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_a_bad_design_is_refused_at_creation(live_server):
     doc = doc_with("bad-design", {"strata": "smokes"})
     response = requests.post(
@@ -199,6 +208,8 @@ def test_a_bad_design_is_refused_at_creation(live_server):
     assert "design.strata: 'smokes' is randomized" in response.json()["detail"]
 
 
+# weighting reads stored reports: test_pattern_counts.py on both stores
+@SQLITE_ONLY
 def test_the_dashboard_says_how_it_weighs(live_server):
     survey, _ = post_people(live_server, doc_with("weighted-page", SURVEY_DESIGN))
     session = requests.Session()

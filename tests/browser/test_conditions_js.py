@@ -23,6 +23,7 @@ def test_the_browser_module_matches_every_condition_vector(live_server: Any, pag
     got = page.evaluate(
         """async (v) => {
             const m = await import('/static/conditions.js');
+            const kinds = await import('/static/mechanisms.js');
             const category = (f) => {
               try { f(); return null; } catch (e) {
                 if (!(e instanceof m.ConditionError)) return `not a ConditionError: ${e}`;
@@ -40,10 +41,10 @@ def test_the_browser_module_matches_every_condition_vector(live_server: Any, pag
                   ([k, x]) => [k, Array.isArray(x) ? new Set(x) : x])))),
               plain: v.relevant.map((c) => m.relevantQuestions(v.relevant_survey, c.plain)),
               wire: v.relevant.map((c) => m.relevantQuestions(v.relevant_survey, c.wire)),
-              kinds: m.CONDITION_KINDS,
+              kinds: Object.fromEntries(v.types.map((type) => [type, kinds.conditionKind({ type })])),
             };
         }""",
-        VECTORS,
+        {**VECTORS, "types": list(QUESTION_TYPES)},
     )
     assert got["parse"] == [c["error"] for c in VECTORS["parse"]]
     assert got["check"] == [c["error"] for c in VECTORS["check"]]

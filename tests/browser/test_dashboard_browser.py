@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 from playwright.sync_api import expect
 
@@ -121,6 +122,7 @@ def test_phone_layout_has_no_horizontal_scroll(
         context.close()
 
 
+@pytest.mark.own_server  # it counts the reports of the survey other tests fill
 def test_survey_page_refreshes_when_reports_arrive(live_server: Any, page: Any) -> None:
     violations: list[str] = []
     page.on(
@@ -177,6 +179,7 @@ def test_analysis_page_breakdown_and_regression(live_server: Any, page: Any) -> 
     expect(page.locator("#regression-result")).to_contain_text("region[T.south]")
 
 
+@pytest.mark.own_server  # it makes accounts and tokens
 def test_accounts_people_and_a_revoked_token(live_server: Any, browser: Any, page: Any) -> None:
     """An admin makes an account and its token on the Accounts page and grants it analyst on
     the People tab; the analyst sees the survey without Close or People; revoked, it is back at

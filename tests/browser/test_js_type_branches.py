@@ -1,7 +1,8 @@
-"""The page's modules know question types and mechanisms in one place: deniable.js's
-QUESTION_TYPES and MECHANISMS tables. Anywhere else in deniable.js or respond.js, a comparison,
-switch, membership test or lookup on a type or mechanism name is a branch, and this test fails
-naming it (the browser side of docs/architecture.md's "where a new question type goes")."""
+"""The page's modules know question types and mechanisms in one place: the QUESTION_TYPES and
+MECHANISMS tables. Anywhere else in any of the page's modules, a comparison, switch, membership
+test or lookup on a type or mechanism name, whatever the variable is called, or a literal list
+or table of names is a branch, and this test fails naming it (the browser side of
+docs/architecture.md's "where a new question type goes")."""
 
 from __future__ import annotations
 
@@ -11,12 +12,30 @@ from pathlib import Path
 import pytest
 
 STATIC = Path(__file__).resolve().parents[2] / "aggregator" / "web" / "static"
-MODULES = ("deniable.js", "respond.js")
+#: Every module of the page and the dashboard (the tables may move to a module of their own).
+MODULES = tuple(sorted(path.name for path in STATIC.glob("*.js")))
 TABLES = ("MECHANISMS", "QUESTION_TYPES")
 TYPES = ("binary", "categorical", "integer", "multi", "text")
 MECHANISM_NAMES = ("none", "rr", "coins", "grr", "oue", "onebit", "cms", "hcms", "rappor")
-NAMES = "|".join((*TYPES, *MECHANISM_NAMES))
+#: Names the tables need not hold as their own entries: auto resolves to grr or oue, and the
+#: protocols of questions asked in waves are reached through their question type.
+OTHER_NAMES = ("auto", "l-grr", "l-osue")
+NAMES = "|".join(re.escape(n) for n in (*TYPES, *MECHANISM_NAMES, *OTHER_NAMES))
 QUOTED = rf"""(["'`])(?:{NAMES})\1"""
+
+
+def quoted(tag: str) -> str:
+    """A quoted name whose quote is the named group `tag` (several in one pattern)."""
+    return rf"""(?P<{tag}>["'`])(?:{NAMES})(?P={tag})"""
+
+
+def key(tag: str) -> str:
+    """A name as an object's key, quoted or not ({ rr: ..., "l-grr": ... })."""
+    return rf"(?:{quoted(tag)}|\b(?:{NAMES})\b(?!-))\s*:(?!:)"
+
+
+#: A document's "text" is its words: q["text"] is a field, not a lookup by the text type.
+LOOKED_UP = rf"""\[\s*(["'`])(?!text\1)(?:{NAMES})\1\s*\]"""
 # question.type, q?.mechanism, type, ...; not the Fetch API's response.type
 SUBJECT = r"(?<![\w$.])(?!response\.)[\w$.?\[\]]*\b(?:type|mechanism)\b"
 COMPARE = r"(?:===|!==|==|!=)"
@@ -32,7 +51,30 @@ BRANCHES = {
     "looks a name up outside the tables": rf"\b(?:{'|'.join(TABLES)})\s*(?:\.\s*\w|\[)",
     # question[question.mechanism] is the wire format (parameters under the mechanism's name).
     "keys another table by type or mechanism": rf"(?<!question)\[\s*{SUBJECT}\s*\]",
+    "tests membership of a name": (
+        rf"\.(?:includes|indexOf|has)\(\s*{QUOTED}\s*\)|{QUOTED}\s+in\b"
+    ),
+    "lists names": rf"\[\s*{quoted('a')}\s*,\s*{quoted('b')}",
+    "keys a table by names": rf"\{{\s*{key('a')}[^{{}};]*?,\s*{key('b')}",
+    "looks a name up": LOOKED_UP,
 }
+
+
+#: What only the tables may do.
+TABLE_WORK = {
+    "looks a name up outside the tables",
+    "keys a table by names",
+    "looks a name up",
+    "lists names",
+}
+#: Findings that mean something else, each with why: (module, the line's code).
+NOT_A_NAME: dict[tuple[str, str], str] = {
+    # The skip-logic grammar's token kinds ("text" is a quoted string token).
+    ("conditions.js", "if (token.kind === 'text' || token.kind === 'number') {"): "a token's kind",
+}
+#: Findings left for issue 37 (browser modules not yet asking the tables), with their count:
+#: the list only shrinks (a module with more or fewer findings than listed fails).
+NOT_YET_MOVED: dict[str, int] = {}
 
 
 def table_spans(source: str) -> list[tuple[int, int]]:
@@ -60,11 +102,14 @@ def branches(source: str, module: str) -> list[str]:
     for why, pattern in BRANCHES.items():
         for match in re.finditer(pattern, source):
             inside = any(a <= match.start() < b for a, b in spans)
-            # A table may look up its own entries (QUESTION_TYPES maps names to MECHANISMS.x).
-            if inside and why == "looks a name up outside the tables":
+            # The tables are keyed by names and may look up their own entries (QUESTION_TYPES
+            # maps names to MECHANISMS.x).
+            if inside and why in TABLE_WORK:
                 continue
             line = source.count("\n", 0, match.start()) + 1
             code = source.splitlines()[line - 1].strip()
+            if (module, code) in NOT_A_NAME:
+                continue
             found.setdefault(line, f"{module}:{line}: {why}: {code}")
     return [found[line] for line in sorted(found)]
 
@@ -74,12 +119,31 @@ def read(module: str) -> str:
 
 
 def test_the_page_modules_branch_on_no_type_or_mechanism_outside_the_tables() -> None:
-    found = [hit for module in MODULES for hit in branches(read(module), module)]
-    assert not found, "branch on a type or mechanism name; use the tables:\n" + "\n".join(found)
+    problems = []
+    for module in MODULES:
+        found = branches(read(module), module)
+        allowed = NOT_YET_MOVED.get(module, 0)
+        if len(found) > allowed:
+            problems += found
+        elif len(found) < allowed:
+            problems.append(
+                f"{module}: {len(found)} findings, fewer than NOT_YET_MOVED's {allowed}"
+            )
+    assert not problems, "branch on a type or mechanism name; use the tables:\n" + "\n".join(
+        problems
+    )
+
+
+def test_every_exception_is_still_there() -> None:
+    """Each finding NOT_A_NAME explains is still in its module (else it leaves the list), and
+    each module NOT_YET_MOVED lists exists."""
+    for module, code in NOT_A_NAME:
+        assert code in {line.strip() for line in read(module).splitlines()}, (module, code)
+    assert set(NOT_YET_MOVED) <= set(MODULES)
 
 
 def test_the_tables_hold_every_type_and_mechanism() -> None:
-    source = read("deniable.js")
+    source = read("mechanisms.js")
     spans = dict(zip(TABLES, table_spans(source), strict=True))
     types = source[slice(*spans["QUESTION_TYPES"])]
     for name in TYPES:
@@ -98,14 +162,38 @@ PLANTED = [
     "const rr = MECHANISMS.rr.randomize(question, 1, p);",
     "if (question.type in { text: 1 }) {}",
     'const words = { text: "sketch", multi: "marks" }[question.type];',
+    # whatever the variable is called, and lists and tables of names
+    'if (kind === "binary") return 1;',
+    "if (chosen !== 'l-grr') return 0;",
+    'const SKETCHES = ["hcms", "cms", "rappor"];',
+    'const POWER = { rr: 1, "coins": 2 };',
+    "const size = DEFAULTS['hcms'];",
+    'if (["grr"].includes(x) || allowed.has("oue")) {}',
+    "switch (kind) { case 'multi': break; }",
 ]
+#: Modules a planted line can go into (outside the tables, between two functions).
+HOSTS = tuple(module for module in MODULES if "\nfunction " in read(module))
 
 
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", HOSTS)
 @pytest.mark.parametrize("planted", PLANTED)
 def test_a_planted_branch_is_found(module: str, planted: str) -> None:
     source = read(module)
-    assert not branches(source, module)
+    before = branches(source, module)
     at = source.index("\nfunction ") + 1  # outside the tables, between two functions
     found = branches(source[:at] + planted + "\n" + source[at:], module)
-    assert found and all(planted in hit for hit in found), found
+    new = [hit for hit in found if planted in hit]
+    assert new and len(found) == len(before) + len(new), found
+
+
+@pytest.mark.parametrize(
+    "innocent",
+    [
+        "const doc = { id: q.id, text: q.text, type: q.type };",
+        'const words = q["text"];',
+        "if (response.type === 'opaque') {}",
+        "const plain = MECHANISM.none;",
+    ],
+)
+def test_other_lines_are_not_branches(innocent: str) -> None:
+    assert not branches(innocent, "innocent.js")

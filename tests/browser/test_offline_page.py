@@ -14,7 +14,10 @@ import pytest
 from playwright.sync_api import expect
 from test_shared_device import SHARED, answer_one, stored_reports
 
+from deniable.shared.page import PROTOCOL
 from tests.fault_front import Fault, FaultyFront
+
+pytestmark = pytest.mark.own_server  # the tests answer the same survey and count it
 
 CACHED = """async () => {
     const cache = await caches.open('deniable-page-v1');
@@ -62,7 +65,7 @@ def first_visit(context: Any, url: str) -> Any:
     expect(page.locator("button[type=submit]")).to_be_enabled()
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
     path = url.split("//", 1)[1].split("/", 1)[1]
-    files = {"respond.js", "deniable.js", "respond.css"}  # at their versioned /static/ URLs
+    files = {"respond.js", *PROTOCOL, "respond.css"}  # at their versioned /static/ URLs
     deadline = time.monotonic() + 15
     while True:  # polled from here: wait_for_function takes a promise for a true value
         have = set(page.evaluate(CACHED))

@@ -20,6 +20,7 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
+from deniable.shared.page import PROTOCOL
 from deniable.shared.report import verify_report
 from deniable.shared.survey import Survey
 from tests.static_host import StaticHost
@@ -192,7 +193,12 @@ def test_the_exported_page_gates_questions_offline_capable_and_verifies(
     page.goto(f"{host.url}/site/")
     expect(page.locator("button[type=submit]")).to_be_enabled()
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
-    wanted = {"/site/", "/site/conditions.js", "/site/respond.js", "/site/deniable.js"}
+    wanted = {
+        "/site/",
+        "/site/conditions.js",
+        "/site/respond.js",
+        *(f"/site/{n}" for n in PROTOCOL),
+    }
     deadline = time.monotonic() + 15
     while not wanted <= set(page.evaluate(CACHED)):
         assert time.monotonic() < deadline, f"the worker kept only {page.evaluate(CACHED)}"

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+pytestmark = pytest.mark.own_server  # the tests answer the same waves and count them
+
 
 def wave(number: int) -> dict[str, Any]:
     return {

@@ -5,17 +5,20 @@ aggregator, online and from the offline outbox, never to the aggregator's report
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from playwright.sync_api import expect
 from test_offline_page import answer_offline, first_visit
 from test_respondent_page import DOC, fill_and_send
 from test_shared_device import SHARED, stored_reports
 
-from tests.relay_support import RelayProcess
+from tests.relay_support import RelayProcess, slow_gateway
 
 VECTORS = json.loads((Path(__file__).parents[1] / "conformance" / "ohttp.json").read_text())
 
@@ -99,7 +102,10 @@ def test_the_page_sends_through_the_relay(relayed: tuple[Any, RelayProcess], pag
     server.create_survey({**DOC, "relay": relay.url})
     seen = posts(page)
     page.goto(f"{server.url}/s/web-page")
-    expect(page.locator("[data-relay]")).to_contain_text("relay")
+    # In plain words, what the relay protects against and what it does not.
+    expect(page.locator("[data-relay]")).to_contain_text(relay.url.rstrip("/"))
+    expect(page.locator("[data-relay]")).to_contain_text("cannot read what you send")
+    expect(page.locator("[data-relay]")).to_contain_text("do not work together")
     fill_and_send(page)
     expect(page.locator("#receipt-status")).to_contain_text("accepted", timeout=20_000)
     results = server.results("web-page")
@@ -136,3 +142,47 @@ def test_the_offline_outbox_goes_through_the_relay(
         assert server.results("tablet")["shuffle"]["n"] >= 1
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_full_relay_makes_the_page_wait_and_send_again(live_server: Any, page: Any) -> None:
+    """A relay holding one request at most, in front of a slow gateway (3 s a request): while
+    another request fills it, the page's report is answered 503 with Retry-After; the page keeps
+    it, sends it again when told, and it is counted once."""
+    slow = slow_gateway(f"{live_server.url}/ohttp", delay=3.0)
+    relay = RelayProcess(
+        f"http://127.0.0.1:{slow.server_address[1]}/ohttp", batch=1, max_delay=1, queue_limit=1
+    )
+    try:
+        sid = live_server.create_survey({**DOC, "relay": relay.url}, fresh=True)["survey"]["id"]
+        statuses: list[int] = []
+        page.on(
+            "response",
+            lambda r: (
+                statuses.append(r.status)
+                if r.url == relay.url and r.request.method == "POST"
+                else None
+            ),
+        )
+        page.goto(f"{live_server.url}/s/{sid}")
+        expect(page.locator("button[type=submit]")).to_be_enabled()
+        filler = threading.Thread(  # any bytes: the gateway refuses them, 3 s later
+            target=lambda: requests.post(
+                relay.url,
+                data=b"fills the queue",
+                headers={"Content-Type": "message/ohttp-req"},
+                timeout=30,
+            )
+        )
+        filler.start()
+        time.sleep(0.3)
+        fill_and_send(page)
+        expect(page.locator("#receipt-status")).to_contain_text("waiting", timeout=5_000)
+        expect(page.locator("#receipt-status")).to_contain_text("accepted", timeout=30_000)
+        filler.join(30)
+    finally:
+        relay.stop()
+        slow.shutdown()
+        slow.server_close()
+    assert statuses[0] == 503 and statuses[-1] == 200, statuses
+    assert live_server.results(sid)["n"] == 1

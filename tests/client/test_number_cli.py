@@ -21,7 +21,7 @@ FLAGS = ["--answer", "drinks=3", "--answer", "used=cannabis,LSD", "--answer", "a
 
 @pytest.fixture
 def numbers(live_server: Any) -> Survey:
-    created = live_server.create_survey(copy.deepcopy(NUMBERS_DOC))
+    created = live_server.create_survey(copy.deepcopy(NUMBERS_DOC), fresh=True)
     return Survey.from_dict(created["survey"])
 
 
@@ -38,12 +38,12 @@ def test_explain_says_one_bit_leans_towards_the_number_in_plain_words(tmp_path: 
 
 def test_flags_answer_numbers_and_selections(live_server: Any, numbers: Survey, home: Path) -> None:
     flags = [*FLAGS, "--answer", "apps=", "--yes", "--json"]
-    result = run(home, "answer", live_server.url, "numbers", *flags)
+    result = run(home, "answer", live_server.url, numbers.id, *flags)
     assert result.returncode == 0, result.stderr
     assert "Sent exactly as you answer" in result.stderr  # age and apps, before sending
     receipt = json.loads(result.stdout)
     assert receipt["status"] == "accepted"
-    (stored,) = stored_reports(live_server, "numbers")
+    (stored,) = stored_reports(live_server, numbers.id)
     answers = stored["answers"]
     assert answers["age"] == 40 and answers["apps"] == "00"  # plain: as answered
     assert answers["drinks"] in (0, 1) and len(answers["used"]) == 3
@@ -53,9 +53,9 @@ def test_flags_answer_numbers_and_selections(live_server: Any, numbers: Survey, 
 
 def test_a_select_all_answer_may_repeat_the_flag(live_server: Any, numbers: Survey, home: Path):
     flags = ["--answer", "used=cannabis", "--answer", "used=LSD", "--answer", "apps=chat"]
-    result = run(home, "answer", live_server.url, "numbers", *FLAGS[:2], *FLAGS[4:], *flags, "-y")
+    result = run(home, "answer", live_server.url, numbers.id, *FLAGS[:2], *FLAGS[4:], *flags, "-y")
     assert result.returncode == 0, result.stderr
-    (stored,) = stored_reports(live_server, "numbers")
+    (stored,) = stored_reports(live_server, numbers.id)
     assert stored["answers"]["apps"] == "01"
 
 
@@ -77,23 +77,23 @@ def test_a_bad_answer_is_one_line_and_nothing_is_sent(
     given = {f.split("=")[0]: f for f in FLAGS[1::2]}
     given[flag.split("=")[0]] = flag
     flags = [part for value in given.values() for part in ("--answer", value)]
-    result = run(home, "answer", live_server.url, "numbers", *flags, "--answer", "apps=", "-y")
+    result = run(home, "answer", live_server.url, numbers.id, *flags, "--answer", "apps=", "-y")
     assert result.returncode == 1
     assert words in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    assert stored_reports(live_server, "numbers") == []
+    assert stored_reports(live_server, numbers.id) == []
     assert "Surveys answered: 0" in run(home, "status").stdout
 
 
 def test_prompts_ask_for_a_number_and_for_options(live_server: Any, numbers: Survey, home: Path):
     # drinks: out of range, then 3; used: "1,LSD"; age: 40; apps: Enter (none); confirm.
-    result = run(home, "answer", live_server.url, "numbers", stdin="25\n3\n1,LSD\n40\n\ny\n")
+    result = run(home, "answer", live_server.url, numbers.id, stdin="25\n3\n1,LSD\n40\n\ny\n")
     assert result.returncode == 0, result.stderr
     assert "a whole number from 0 to 20" in result.stdout
     assert "give a whole number from 0 to 20" in result.stdout + result.stderr
     assert "separated by commas; Enter for none" in result.stdout
     assert "one bit" in result.stdout and ": accepted" in result.stdout
-    (stored,) = stored_reports(live_server, "numbers")
+    (stored,) = stored_reports(live_server, numbers.id)
     assert stored["answers"]["age"] == 40 and stored["answers"]["apps"] == "00"
 
 
@@ -102,13 +102,13 @@ def test_the_library_takes_python_values_and_refuses_bad_ones(
 ) -> None:
     with Client(live_server.url, tmp_path / "device") as client:
         with pytest.raises(ClientError, match=r"question 'drinks': 2\.5 is not an answer"):
-            client.answer("numbers", {"drinks": 2.5, "used": [], "age": 30, "apps": []})
+            client.answer(numbers.id, {"drinks": 2.5, "used": [], "age": 30, "apps": []})
         with pytest.raises(ClientError, match="used"):
-            client.answer("numbers", {"drinks": 2, "used": ["x"], "age": 30, "apps": []})
-        assert client.receipt("numbers") is None
+            client.answer(numbers.id, {"drinks": 2, "used": ["x"], "age": 30, "apps": []})
+        assert client.receipt(numbers.id) is None
         receipt = client.answer(
-            "numbers", {"drinks": 2, "used": {"ecstasy"}, "age": 30, "apps": ("mail", "chat")}
+            numbers.id, {"drinks": 2, "used": {"ecstasy"}, "age": 30, "apps": ("mail", "chat")}
         )
     assert receipt.status == "accepted"
-    (stored,) = stored_reports(live_server, "numbers")
+    (stored,) = stored_reports(live_server, numbers.id)
     assert stored["answers"]["apps"] == "11"

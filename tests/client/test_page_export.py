@@ -24,6 +24,7 @@ from deniable.shared.page import (
     IMPORTED,
     MODULES,
     SERVED_ASSETS,
+    WORKER_IMPORTS,
     asset_version,
     render_page,
     sri,
@@ -413,7 +414,7 @@ def test_the_aggregator_serves_the_same_page_pinned_the_same_way(
 
 
 def test_the_service_worker_is_served_under_s(live_server: Any) -> None:
-    for name in ("sw.js", "deniable.js"):  # the worker, and the module it imports (./deniable.js)
+    for name in ("sw.js", *WORKER_IMPORTS):  # the worker, and the modules it imports (./...)
         response = requests.get(f"{live_server.url}/s/{name}", timeout=10)
         assert response.status_code == 200 and response.content == installed_script(name)
         assert response.headers["Content-Type"].startswith("text/javascript")

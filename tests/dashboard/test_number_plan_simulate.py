@@ -14,6 +14,8 @@ from test_simulate import WIDE, rows, simulate
 
 from tests.aggregator.conftest import NUMBERS_DOC
 
+pytestmark = pytest.mark.own_server  # each test makes the same survey and counts its reports
+
 Z = 1.959963984540054
 GAP = 2 * 0.73105857863 - 1  # p* - q* at epsilon 1 (rr's keep, rounded down)
 

@@ -87,3 +87,26 @@ def test_plans_for_as_many_options_as_a_survey_may_have() -> None:
 def test_neither_margin_nor_respondents_is_usage_error() -> None:
     code, _, _ = run("--epsilon", "1")
     assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("epsilon", "1_0", "epsilon: expected a number like 1, got '1_0'"),
+        ("epsilon", "\uff11", "epsilon: expected a number like 1"),
+        ("epsilon", "1e999", "epsilon: expected a number like 1, got '1e999'"),
+        ("margin", "abc", "margin: expected a number like 0.05, got 'abc'"),
+    ],
+)
+def test_the_cli_and_the_dashboard_read_the_planners_numbers_alike(
+    researcher: object, field: str, value: str, words: str
+) -> None:
+    """One parse (the planners' service functions in aggregator/surveys.py, over params.py): a number Python's float() would take
+    but a person does not type is refused by both, in the same words."""
+    numbers = {"epsilon": "1", "margin": "0.05", field: value}
+    code, _, err = run("--epsilon", numbers["epsilon"], "--margin", numbers["margin"])
+    assert code == 1 and err.startswith(f"error: {words}") and len(err.splitlines()) == 1, err
+    page = researcher.get("/surveys/new", query_string=numbers)  # type: ignore[attr-defined]
+    html = page.get_data(as_text=True)
+    assert 'role="alert"' in html and 'id="plan-n"' not in html
+    assert words.replace("'", "&#39;") in html

@@ -107,12 +107,12 @@ def test_the_dashboard_planner_gives_the_same_numbers(researcher: Any) -> None:
     ("query", "said"),
     [
         ("series_epsilon_perm=1&series_epsilon_1=2", "must be below epsilon_perm"),
-        ("series_epsilon_perm=x&series_epsilon_1=1", "Give numbers"),
+        ("series_epsilon_perm=x&series_epsilon_1=1", "epsilon-perm: expected a number like 2"),
         (
             "series_epsilon_perm=2&series_epsilon_1=1&series_margin=&series_change_margin=",
-            "Give a margin",
+            "give a margin on a wave",
         ),
-        ("series_epsilon_perm=2&series_epsilon_1=1&series_margin=1_0", "Give each margin"),
+        ("series_epsilon_perm=2&series_epsilon_1=1&series_margin=1_0", "margin: expected a number"),
         ("series_epsilon_perm=2&series_epsilon_1=1&series_mechanism=rr", "l-grr, l-osue or auto"),
         ("series_epsilon_perm=2&series_epsilon_1=1&series_margin=1e-320", "would need more than"),
         (

@@ -562,7 +562,7 @@ def test_the_audit_pages_and_download(app: Flask) -> None:
 def test_the_audit_page_shows_the_newest_entries_up_to_its_limit(
     app: Flask, researcher: FlaskClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deniable.aggregator.web import dashboard
+    from deniable.aggregator.web.dashboard import audit_log as dashboard
 
     monkeypatch.setattr(dashboard, "AUDIT_PAGE_LIMIT", 3)
     for confidence in ("0.8", "0.9", "0.95", "0.99"):

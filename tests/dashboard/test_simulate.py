@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.own_server  # each test makes the same survey and counts its reports
+
 AGGREGATOR = Path(sys.executable).parent / "deniable-aggregator"
 
 DOC: dict[str, Any] = {

@@ -12,6 +12,8 @@ from test_simulate import WIDE, rows, simulate
 
 from tests.aggregator.test_text_questions import TEXT_DOC
 
+pytestmark = pytest.mark.own_server  # each test makes the same survey and counts its reports
+
 WORDS = ["lagos", "kano", "abuja", "jos", "ibadan"]
 
 

@@ -1,4 +1,5 @@
-"""End-to-end tests run on both store backends (a test that reads the SQLite file pins sqlite)."""
+"""End-to-end tests run on both store backends; a test that reads the SQLite file, or whose
+point is not the store (`tests.postgres_support.SQLITE_ONLY`), pins sqlite."""
 
 from __future__ import annotations
 

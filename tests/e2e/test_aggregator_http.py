@@ -14,6 +14,7 @@ from deniable.aggregator.stats import analyze
 from deniable.client import Client
 from deniable.shared import Survey, make_report, sign_report
 from deniable.shared.signing import generate_key
+from tests.postgres_support import SQLITE_ONLY
 
 SURVEY: dict[str, Any] = {
     "id": "e2e-habits",
@@ -74,7 +75,7 @@ def state(server, survey_id: str) -> tuple[Any, str]:
 
 @pytest.fixture
 def published(live_server) -> Survey:
-    body = live_server.create_survey(copy.deepcopy(SURVEY))
+    body = live_server.create_survey(copy.deepcopy(SURVEY), fresh=True)
     return Survey.from_dict(body["survey"])
 
 
@@ -82,6 +83,8 @@ def post(server, body: Any) -> requests.Response:
     return requests.post(f"{server.url}/api/v1/reports", json=body, timeout=30)
 
 
+# PostgreSQL: tests/aggregator/test_store.py, test_ingest.py
+@SQLITE_ONLY
 @pytest.mark.slow
 def test_hundreds_of_clients_recover_the_truth_and_a_restart_keeps_every_count(
     live_server, published, tmp_path

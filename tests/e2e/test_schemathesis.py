@@ -28,7 +28,10 @@ from deniable.shared.signing import generate_key
 from tests.aggregator.conftest import NUMBERS_DOC, NUMBERS_TRUTH, SURVEY_DOC
 from tests.aggregator.test_text_questions import TEXT_DOC
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.own_server,
+]  # the fuzzer may reach any survey and account on the server
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"

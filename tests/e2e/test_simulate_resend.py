@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.stats import simulate
 from tests.fault_front import Fault, FaultyFront
+
+pytestmark = pytest.mark.own_server  # each test makes the same survey and counts its reports
 
 SURVEY = {
     "id": "busy-moment",

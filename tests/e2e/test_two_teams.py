@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 import requests
 
-from deniable.aggregator import credentials
+from deniable.aggregator import accounts, credentials
+from deniable.aggregator.access import OPERATOR
 from deniable.shared import Survey, make_report
 from deniable.shared.signing import generate_key
 from tests.aggregator.test_results_objects import BREAKDOWN, CROSSTAB, DOC, FORMULA, truth
+
+pytestmark = pytest.mark.own_server  # the teams' accounts, tokens and audit log are server-wide
 
 N = 120
 TEAMS = ("team-a", "team-b")
@@ -49,9 +52,10 @@ class Teams:
     def __init__(self, server: Any):
         self.server = server
         self.tokens: dict[str, str] = {}
-        for team in TEAMS:
-            server.cli("account", "create", team)
-            self.tokens[team] = server.cli("token", "create", team).stdout.strip()
+        with server.store() as store:  # `account create` and `token create`, in process
+            for team in TEAMS:
+                accounts.create_account(store, OPERATOR, team)
+                self.tokens[team], _ = accounts.create_token(store, OPERATOR, team)
         self.tokens["admin"] = server.token
         for team in TEAMS:
             created = self.call(team, "POST", "/api/v1/surveys", survey_doc(team))

@@ -13,11 +13,19 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 from openpyxl import Workbook
 
 from deniable.aggregator.forms import MAX_FORM_BYTES
 from deniable.shared.survey import Survey
+from tests.postgres_support import SQLITE_ONLY
+
+pytestmark = [
+    pytest.mark.own_server,  # each test imports the same form as the same survey
+    # the form's import is the point; the survey and reports it stores: test_store.py on both
+    SQLITE_ONLY,
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "health-multilingual.xlsx"

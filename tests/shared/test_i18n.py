@@ -128,7 +128,7 @@ def test_every_translated_call_has_a_literal_msgid() -> None:
 
 
 def _is_lookup(node: ast.expr) -> bool:
-    """`_(TABLE[key])` of a table of N_()-marked texts (explain.SURER), or `_(CONSTANT)` of
+    """`_(TABLE[key])` of a table of N_()-marked texts, or `_(CONSTANT)` of
     one marked text, is fine."""
     if isinstance(node, ast.Name):
         return re.fullmatch(r"_?[A-Z][A-Z0-9_]*", node.id) is not None
@@ -297,24 +297,35 @@ def test_every_mechanism_of_the_example_survey_is_covered(every: Survey) -> None
     assert not missing, f"add a question using {missing} to EVERY_MECHANISM"
 
 
-def test_every_mechanism_has_its_translated_sentence() -> None:
-    for cls in _mechanism_classes():
-        if getattr(cls, "name", "") == "none":
-            continue  # plain mechanisms share one sentence
-        sentence = ex._SENT.get(cls)
-        assert sentence is not None, f"{cls.__name__}: add its sentence to shared/explain.py _SENT"
-
-
-def test_the_english_of_each_sentence_is_the_mechanisms_own_words(every: Survey) -> None:
-    """explain.py's msgids say exactly what describe() says: the two cannot drift apart."""
+def test_every_mechanism_says_what_is_sent_through_the_translator(every: Survey) -> None:
+    """A mechanism's sentence is written once, in its class: describe() passes its words
+    through the translator it is given, as msgids the catalog holds, and the respondent's
+    explanation is that sentence."""
+    template = script.msgids(script._read(script.TEMPLATE))
     for question in every.questions.values():
+        asked: list[str] = []
+
+        def mark(msgid: str, asked: list[str] = asked) -> str:
+            asked.append(msgid)
+            return f"» {msgid}"
+
+        marked = question.randomizer.describe(mark)
+        assert asked and set(asked) <= template, (question.id, asked)
+        assert marked.startswith("» ")  # the translation is what is shown
         assert ex.what_is_sent(question) == question.randomizer.describe(), question.id
+        # A language with no catalog: English.
         assert ex.what_is_sent(question, lang="de") == question.randomizer.describe()
 
 
-def test_every_question_type_has_a_whole_privacy_sentence() -> None:
+def test_every_question_type_has_a_whole_privacy_sentence_of_its_own() -> None:
+    """A type's privacy sentence is one msgid of the catalog with {epsilon} and {times}, given
+    to the translator whole; each type's words are its own class's."""
+    template = script.msgids(script._read(script.TEMPLATE))
     for name, kind in QUESTION_TYPES.items():
-        assert kind.surer_of in ex.SURER, f"{name}: add its sentence to explain.SURER"
+        asked: list[str] = []
+        kind.privacy_sentence(lambda msgid, asked=asked: asked.append(msgid) or msgid)
+        assert len(asked) == 1 and asked[0] in template, name
+        assert script.placeholders(asked[0]) == ["{epsilon}", "{times}"], name
 
 
 @pytest.mark.parametrize("lang", SHIPPED)

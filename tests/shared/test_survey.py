@@ -331,3 +331,12 @@ def test_an_error_about_a_huge_value_stays_short(doc):
     with pytest.raises(SurveyError) as raised:
         Survey.from_dict(doc)
     assert len(str(raised.value)) <= 1000 and str(raised.value).startswith("questions")
+
+
+def test_too_many_questions_are_counted_not_printed():
+    many = [{"id": "x" * 100}] * 101
+    with pytest.raises(SurveyError) as caught:
+        Survey.from_dict({"id": "s", "title": "t", "enrollment": "open", "questions": many})
+    assert (
+        str(caught.value) == "questions: expected a list of 1 to 100 questions, got 101 questions"
+    )

@@ -13,19 +13,11 @@
 // its number, a multi question's its selected labels (an array or a Set). A question not asked
 // has no value: every comparison and `in` with it is false, except `!=`, which is true.
 
+import { conditionKind } from "./mechanisms.js";
+
 export const MAX_CONDITION = 1000;
 export const MAX_DEPTH = 32;
 export const MAX_DIGITS = 15;
-
-// What a plain question's answer is in a condition, by question type: the mirror of
-// QuestionType.condition_kind in deniable.shared.questions (a test compares the two).
-export const CONDITION_KINDS = Object.freeze({
-  binary: 'label',
-  categorical: 'label',
-  integer: 'number',
-  multi: 'set',
-  text: null,
-});
 
 // A condition that cannot be read or cannot hold; `category` is the same word as Python's.
 export class ConditionError extends Error {
@@ -303,16 +295,12 @@ export function evaluate(parsed, values) {
 
 // -- checking against a survey (the server checks too; the page may check a draft) ----------
 
-function kindOf(question) {
-  return CONDITION_KINDS[question.type] ?? null;
-}
-
 function isPlain(question) {
   return question.epsilon === null || question.epsilon === undefined;
 }
 
 function checkLiteral(lit, question) {
-  const kind = kindOf(question);
+  const kind = conditionKind(question);
   if (kind === 'number') {
     if (!isNumber(lit.lit)) throw new ConditionError('type-mismatch', `${question.id} is a number`);
     return;
@@ -336,7 +324,7 @@ function setMisuse(question) {
 }
 
 function operandKind(operand, earlier) {
-  if ('ref' in operand) return kindOf(earlier.get(operand.ref));
+  if ('ref' in operand) return conditionKind(earlier.get(operand.ref));
   return isNumber(operand.lit) ? 'number' : 'text';
 }
 
@@ -354,13 +342,13 @@ function checkNode(node, earlier) {
         throw new ConditionError('constant', 'tests a constant with in (...)');
       }
       const question = earlier.get(node.operand.ref);
-      if (kindOf(question) === 'set') throw setMisuse(question);
+      if (conditionKind(question) === 'set') throw setMisuse(question);
       node.literals.forEach((lit) => checkLiteral(lit, question));
       return;
     }
     case 'selected': {
       const question = earlier.get(node.question.ref);
-      if (kindOf(question) !== 'set') {
+      if (conditionKind(question) !== 'set') {
         const why = `'...' in ${question.id} tests a select-all question`;
         throw new ConditionError('type-mismatch', why);
       }
@@ -374,7 +362,7 @@ function checkNode(node, earlier) {
       }
       for (const side of [left, right]) {
         const question = 'ref' in side ? earlier.get(side.ref) : null;
-        if (question && kindOf(question) === 'set') throw setMisuse(question);
+        if (question && conditionKind(question) === 'set') throw setMisuse(question);
       }
       const kinds = [operandKind(left, earlier), operandKind(right, earlier)];
       if (op !== '==' && op !== '!=' && (kinds[0] !== 'number' || kinds[1] !== 'number')) {
@@ -409,7 +397,7 @@ export function checkCondition(parsed, survey, qid) {
     if (!isPlain(question)) {
       throw new ConditionError('randomized-question', `names ${ref}, a randomized question`);
     }
-    if (kindOf(question) === null) throw new ConditionError('type-mismatch', `${ref} cannot be tested`);
+    if (conditionKind(question) === null) throw new ConditionError('type-mismatch', `${ref} cannot be tested`);
   }
   checkNode(parsed.tree, earlier);
 }
@@ -446,7 +434,7 @@ function indexOf(question, given) {
 // there is none (not answered, or not an answer).
 function conditionValue(question, given) {
   if (given === undefined || given === null) return null;
-  const kind = kindOf(question);
+  const kind = conditionKind(question);
   if (kind === 'number') {
     const number = typeof given === 'string' && given.trim() !== '' ? Number(given) : given;
     return isNumber(number) ? number : null;

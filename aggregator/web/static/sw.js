@@ -15,7 +15,8 @@ self.addEventListener("install", () => self.skipWaiting());
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 
 /** The page's own files, wherever they are served from (/static/ or next to an export). */
-const FILES = /\/(deniable\.js|ohttp\.js|conditions\.js|memo\.js|languages\.js|markdown\.js|shared-device\.js|respond\.js|respond\.css|sw\.js)$/;
+const FILES =
+  /\/(deniable|probability|text|mechanisms|canonical|signing|ledger|delivery|ohttp|conditions|memo|languages|markdown|shared-device|respond|sw)\.js$|\/respond\.css$/;
 
 /** Whether a request is one the page needs offline: a GET of the page (under this worker's
  * scope) or of its files on this origin, or of a survey document (the aggregator's, perhaps on

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -21,9 +22,19 @@ DECIMALS = 12
 _SCALE = 10**DECIMALS
 
 
+#: The one grammar of a probability written as text, in surveys, planners and the browser
+#: (probability.js): ASCII digits, a decimal ("0.8", ".5", "1") or a fraction ("2/3"), at most
+#: 18 digits a part (the denominator stays within 10^18); no sign, exponent, space or other
+#: script's digits.
+PROBABILITY_TEXT = re.compile(
+    r"[0-9]{1,18}(?:\.[0-9]{0,18})?|\.[0-9]{1,18}|[0-9]{1,18}/[0-9]{1,18}"
+)
+
+
 def parse_probability(value: object, *, field: str) -> Fraction:
-    """A probability from a JSON value: a decimal number (0.8 is held as 4/5) or a string
-    "2/3" or "0.8". Raises ValueError with a reason that names `field`."""
+    """A probability from a JSON value or typed text: a decimal number (0.8 is held as 4/5) or
+    a string in PROBABILITY_TEXT's grammar ("2/3", "0.8"). Raises ValueError with a reason
+    that names `field`."""
     if isinstance(value, bool) or value is None:
         raise ValueError(f'{field}: expected a probability like 0.8 or "2/3", got {value!r}')
     try:
@@ -35,7 +46,7 @@ def parse_probability(value: object, *, field: str) -> Fraction:
             frac = Fraction(value)
         elif isinstance(value, str):
             text = value.strip()
-            if not text or len(text) > 64 or any(c in text for c in "eE_ "):
+            if not PROBABILITY_TEXT.fullmatch(text):
                 raise ValueError
             frac = Fraction(text)
         else:

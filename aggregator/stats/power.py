@@ -19,27 +19,21 @@ of the target, which can be below it). See docs/statistics.md, "Power".
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from statistics import NormalDist
 
 from deniable.aggregator.stats.estimate import upper_quantile
 from deniable.aggregator.stats.planning import check_epsilon
 from deniable.shared.mechanisms import Planning
+from deniable.shared.probability import parse_probability as shared_probability
 from deniable.shared.questions import PLANNED
 
 #: The most respondents a sample size may come to (per group): larger is refused, not searched.
 MAX_N = 10**12
 #: The tests: one group's share against a null value, or two groups' shares.
 TESTS = ("one-sample", "two-sample")
-#: The longest probability text the parser reads ("5/6", "0.8333").
-MAX_PROBABILITY_TEXT = 40
-
 _NORMAL = NormalDist()
-#: A probability's text: a decimal or a fraction of whole numbers.
-_PROBABILITY = re.compile(r"[0-9]{1,18}(?:\.[0-9]{0,18})?|\.[0-9]{1,18}|[0-9]{1,18}/[0-9]{1,18}")
 
 
 class PowerError(ValueError):
@@ -103,16 +97,12 @@ def design_of(mechanism: str, epsilon: float | None) -> tuple[float, float]:
 
 
 def parse_probability(name: str, text: str) -> float:
-    """A probability written as a decimal ("0.2") or a fraction ("5/6"), checked in [0, 1]."""
-    raw = text.strip()
-    # Digits only (no exponent: Fraction("1e999999999") would build a huge integer first).
-    if len(raw) > MAX_PROBABILITY_TEXT or not _PROBABILITY.fullmatch(raw):
-        raise PowerError(f"{name}: expected a probability like 0.2 or 5/6, got {text!r}")
+    """A probability written as a decimal ("0.2") or a fraction ("5/6"): the survey's grammar
+    (deniable.shared.probability.PROBABILITY_TEXT), checked in [0, 1]."""
     try:
-        value = Fraction(raw)
-    except ZeroDivisionError:
-        raise PowerError(f"{name}: expected a probability like 0.2 or 5/6, got {text!r}") from None
-    return _probability(name, float(value))
+        return float(shared_probability(text, field=name))
+    except ValueError as exc:
+        raise PowerError(str(exc)) from None
 
 
 def _probability(name: str, value: object) -> float:

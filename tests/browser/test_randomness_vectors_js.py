@@ -95,3 +95,44 @@ def test_the_browser_and_python_agree_on_many_seeded_byte_strings(
     wrong = [(c, e, g) for c, e, g in zip(sent, expected, got, strict=True) if e != g]
     assert not wrong, wrong[:3]
     assert sum(e[0] != "short" for e in expected) > len(cases) // 2
+
+
+#: Probability texts at the grammar's edges: both languages accept the same ones, as the same
+#: fraction, and refuse the rest (a sign, an exponent, a space, another script's digits, 19
+#: digits, over 1, a zero denominator).
+PROBABILITY_TEXTS = [
+    "0.8", ".5", "1", "0", "1.", "2/3", "0/1", "1/1", " 0.25 ", "0." + "9" * 18,
+    "0." + "9" * 19, "+0.5", "-0", "1e-3", "0.5 ", "1 / 3", "٠.٥", "2", "3/2", "1/0", "", ".",
+    "0x1", "1_0", "1" * 19 + "/" + "1" * 19,
+]  # fmt: skip
+
+
+def test_the_browser_and_python_read_probabilities_by_one_grammar(
+    page: Any, static_host: StaticHost
+) -> None:
+    from deniable.shared.probability import parse_probability
+
+    expected: list[Any] = []
+    for text in PROBABILITY_TEXTS:
+        try:
+            fraction = parse_probability(text, field="p")
+            expected.append([str(fraction.numerator), str(fraction.denominator)])
+        except ValueError:
+            expected.append(None)
+    page.goto(f"{static_host.url}/respond.css")
+    got = page.evaluate(
+        """async (texts) => {
+            const p = await import('/probability.js');
+            const gcd = (a, b) => (b === 0n ? a : gcd(b, a % b));
+            return texts.map((t) => {
+              try {
+                const { num, den } = p.parseProbability(t);
+                const g = gcd(num, den) || 1n;
+                return [String(num / g), String(den / g)];
+              } catch (e) { return null; }
+            });
+        }""",
+        PROBABILITY_TEXTS,
+    )
+    assert got == expected
+    assert expected.count(None) == 14  # each refusal above, in both languages

@@ -2,22 +2,18 @@
 // them (docs/randomness.md): randomBytes(n) gives the next n bytes, crypto.getRandomValues by
 // default; never Math.random.
 
+// A probability's text, the grammar of Python's PROBABILITY_TEXT (deniable.shared.probability).
+const PROBABILITY_TEXT = /^(?:([0-9]{1,18})(?:\.([0-9]{0,18}))?|\.([0-9]{1,18})|([0-9]{1,18})\/([0-9]{1,18}))$/;
+
 /** An exact probability {num, den} (BigInt) from the resolved form's text ("0.8", "2/3"). */
 export function parseProbability(text) {
-  const value = String(text).trim();
-  let match = /^(\d+)\s*\/\s*(\d+)$/.exec(value);
-  if (match) {
-    const num = BigInt(match[1]);
-    const den = BigInt(match[2]);
-    if (den === 0n || num > den) throw new Error(`not a probability: ${text}`);
-    return { num, den };
-  }
-  match = /^(\d*)(?:\.(\d*))?$/.exec(value);
-  if (!match || (match[1] === "" && !match[2])) throw new Error(`not a probability: ${text}`);
-  const fraction = match[2] || "";
-  const num = BigInt((match[1] || "0") + fraction);
-  const den = 10n ** BigInt(fraction.length);
-  if (num > den) throw new Error(`not a probability: ${text}`);
+  const m = PROBABILITY_TEXT.exec(String(text).trim());
+  if (!m) throw new Error(`not a probability: ${text}`);
+  const digits = m[2] ?? m[3] ?? "";
+  const [num, den] = m[4] !== undefined
+    ? [BigInt(m[4]), BigInt(m[5])]
+    : [BigInt((m[1] ?? "0") + digits), 10n ** BigInt(digits.length)];
+  if (den === 0n || num > den) throw new Error(`not a probability: ${text}`);
   return { num, den };
 }
 

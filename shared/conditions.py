@@ -2,7 +2,9 @@
 
 A condition says when a question is asked, from the plain answers given before it
 (docs/surveys.md#skip-logic). It is parsed by a tokenizer and a recursive-descent parser of our
-own and evaluated by walking the tree: nothing is ever evaluated as code. The limits (length,
+own and evaluated by walking the tree: nothing is ever evaluated as code. The tree keeps what
+was written (parentheses, numbers as written), so XLSForm's `relevant` (aggregator/forms/
+relevance.py, the same tree) renders it back exactly. The limits (length,
 nesting) are checked before the work. `aggregator/web/static/conditions.js` is the same grammar
 for the page; `tests/conformance/conditions.json` holds both to the same results.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.shared.errors import SurveyError
@@ -77,6 +79,8 @@ class Lit:
     """A literal: a text (an option label, 'yes' or 'no') or a number."""
 
     value: str | Number
+    #: A number as written (`1.50`), so it is rendered back the same; not part of equality.
+    written: str | None = field(default=None, compare=False)
 
 
 Operand = Ref | Lit
@@ -113,6 +117,13 @@ class Not:
 
 
 @dataclass(frozen=True)
+class Group:
+    """Parentheses as written: the same truth as `item`, kept so it is rendered back the same."""
+
+    item: Node
+
+
+@dataclass(frozen=True)
 class All:
     items: tuple[Node, ...]
 
@@ -122,7 +133,7 @@ class Any_:
     items: tuple[Node, ...]
 
 
-Node = Compare | OneOf | Selected | Not | All | Any_
+Node = Compare | OneOf | Selected | Not | Group | All | Any_
 
 # -- reading ---------------------------------------------------------------------------------
 
@@ -178,11 +189,16 @@ def _tokens(text: str) -> list[_Token]:
         i = match.end()
 
 
+def number(word: str) -> Lit:
+    """A number literal as written (`-2`, `1.50`); ConditionError past MAX_DIGITS digits."""
+    if sum(c.isdigit() for c in word) > MAX_DIGITS:
+        raise ConditionError("syntax", f"number {word[:40]} has more than {MAX_DIGITS} digits")
+    return Lit(float(word) if "." in word else int(word), word)
+
+
 def _word(word: str, at: int) -> _Token:
     if _NUMBER.fullmatch(word):
-        if sum(c.isdigit() for c in word) > MAX_DIGITS:
-            raise ConditionError("syntax", f"number {word[:40]} has more than {MAX_DIGITS} digits")
-        return _Token("number", float(word) if "." in word else int(word), at)
+        return _Token("number", number(word), at)
     if word in KEYWORDS:
         return _Token("keyword", word, at)
     if _QID.fullmatch(word):
@@ -252,7 +268,7 @@ class _Parser:
             inner = self.condition(depth + 1)
             self.expect("punct", ")", "')'")
             self.take()
-            return inner
+            return Group(inner)
         return self.comparison()
 
     def operand(self) -> Operand:
@@ -261,15 +277,14 @@ class _Parser:
             self.take()
             return Ref(token.value)
         if token.kind in ("text", "number"):
-            self.take()
-            return Lit(token.value)
+            return self.literal()
         raise self.unexpected("a question id, a 'text' or a number")
 
     def literal(self) -> Lit:
         token = self.peek()
         if token.kind in ("text", "number"):
-            self.take()
-            return Lit(token.value)
+            self.take()  # a number's token holds its Lit (as written), a text's its text
+            return token.value if isinstance(token.value, Lit) else Lit(token.value)
         raise self.unexpected("a 'text' or a number")
 
     def comparison(self) -> Node:
@@ -310,7 +325,7 @@ class Condition:
     @property
     def questions(self) -> tuple[str, ...]:
         """The question ids it names, in order of first appearance."""
-        return tuple(dict.fromkeys(ref.qid for ref in _refs(self.tree)))
+        return tuple(dict.fromkeys(ref.qid for ref in refs(self.tree)))
 
     def evaluate(self, values: Mapping[str, Value]) -> bool:
         """Whether it holds for `values` (question id -> its value; absent: not asked)."""
@@ -332,24 +347,24 @@ def parse(text: object) -> Condition:
     return Condition(text, tree)
 
 
-def _refs(node: Node | Operand) -> Iterator[Ref]:
+def refs(node: Node | Operand) -> Iterator[Ref]:
     """Every question reference of a tree, left to right (without recursion limits: the tree
     is at most MAX_DEPTH deep)."""
     if isinstance(node, Ref):
         yield node
     elif isinstance(node, Compare):
-        yield from _refs(node.left)
-        yield from _refs(node.right)
+        yield from refs(node.left)
+        yield from refs(node.right)
     elif isinstance(node, OneOf):
-        yield from _refs(node.operand)
+        yield from refs(node.operand)
     elif isinstance(node, Selected):
-        yield from _refs(node.literal)
+        yield from refs(node.literal)
         yield node.question
-    elif isinstance(node, Not):
-        yield from _refs(node.item)
+    elif isinstance(node, Not | Group):
+        yield from refs(node.item)
     elif isinstance(node, All | Any_):
         for item in node.items:
-            yield from _refs(item)
+            yield from refs(item)
 
 
 # -- evaluating ------------------------------------------------------------------------------
@@ -407,6 +422,8 @@ def evaluate(node: Node, values: Mapping[str, Value]) -> bool:
         return label in chosen
     if isinstance(node, Not):
         return not evaluate(node.item, values)
+    if isinstance(node, Group):
+        return evaluate(node.item, values)
     if isinstance(node, All):
         return all(evaluate(item, values) for item in node.items)
     return any(evaluate(item, values) for item in node.items)
@@ -423,7 +440,7 @@ def check(condition: Condition, questions: Sequence[Question], position: int) ->
     a randomized one, an option its question lacks, or compares values of different kinds."""
     earlier = {q.id: q for q in questions[:position]}
     later = {q.id for q in questions[position:]}
-    for ref in _refs(condition.tree):
+    for ref in refs(condition.tree):
         _question(ref, earlier, later)
     _check_node(condition.tree, earlier, later)
 
@@ -490,7 +507,7 @@ def _options(question: Question) -> str:
 
 
 def _check_node(node: Node, earlier: Mapping[str, Question], later: set[str]) -> None:
-    if isinstance(node, Not):
+    if isinstance(node, Not | Group):
         _check_node(node.item, earlier, later)
     elif isinstance(node, All | Any_):
         for item in node.items:
@@ -594,11 +611,23 @@ def relevant_from_answers(survey: Survey, answers: Mapping[str, object]) -> list
 __all__ = [
     "MAX_CONDITION",
     "MAX_DEPTH",
+    "All",
+    "Any_",
+    "Compare",
     "Condition",
     "ConditionError",
+    "Group",
+    "Lit",
+    "Node",
+    "Not",
+    "OneOf",
+    "Ref",
+    "Selected",
     "check",
     "evaluate",
+    "number",
     "parse",
+    "refs",
     "relevant_from_answers",
     "show_value",
     "why_skipped",

@@ -15,6 +15,7 @@ from typing import Any
 from deniable.aggregator.forms import relevance
 from deniable.aggregator.forms.languages import column_name, language_title
 from deniable.aggregator.forms.workbook import XLSFormError
+from deniable.shared import conditions
 from deniable.shared.canonical import canonical_json
 from deniable.shared.questions import BINARY_OPTIONS, QUESTION_TYPES
 from deniable.shared.survey import Survey
@@ -137,7 +138,7 @@ def export_xlsform(survey: Survey) -> bytes:
         if question.get("min") is not None:  # a range: the constraint imports it back
             row["constraint"] = f". >= {question['min']} and . <= {question['max']}"
         if question.get("relevant"):
-            tree = relevance.parse_deniable(question["relevant"])
+            tree = conditions.parse(question["relevant"]).tree
             row["relevant"] = relevance.to_xlsform(
                 tree, lambda q, value: values.get(q, {}).get(value, value)
             )

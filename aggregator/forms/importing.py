@@ -660,16 +660,7 @@ class _Importer:
             return
         nodes = [part for part in parts if isinstance(part, relevance.Node)]
         if nodes:
-            tree = (
-                nodes[0]
-                if len(nodes) == 1
-                else relevance.Junction(
-                    "and",
-                    tuple(
-                        n if isinstance(n, relevance.Group) else relevance.Group(n) for n in nodes
-                    ),
-                )
-            )
+            tree = relevance.conjoined(nodes)
             item.tree = tree
             item.doc["relevant"] = relevance.to_deniable(tree, self.value_of(asked))
 

@@ -1,111 +1,54 @@
 """Skip logic between XLSForm's `relevant` syntax and deniable's conditions (docs/xlsform.md).
 
-Both are parsed into one small tree, never evaluated: XLSForm's `${q}`, `=`, `!=`, `<`,
-`<=`, `>`, `>=`, `selected(${q}, 'name')`, `and`, `or`, `not(...)` and parentheses, and
-deniable's condition grammar (docs/surveys.md#skip-logic). A choice's name in XLSForm is its
-label in deniable, so every string compared with a question goes through `literal`, which maps
-it (name -> label on import, label -> name on export). Rendering is canonical, so a condition
-imported, exported and imported again is the same text (the survey keeps its hash). `answered`
-turns ODK's "was it answered" (`${q} != ''`) into "was it asked" (q's own condition), and
-`renamed` names questions by their ids.
+XLSForm's `${q}`, strings, numbers, `=`, `!=`, `<`, `<=`, `>`, `>=`, `selected(${q}, 'name')`,
+`and`, `or`, `not(...)` and parentheses are parsed here into deniable's own condition tree
+(deniable.shared.conditions, which reads deniable's grammar and bounds both), never evaluated.
+A choice's name in XLSForm is its label in deniable, so every string compared with a question
+goes through `literal`, which maps it (name -> label on import, label -> name on export).
+The tree keeps parentheses and numbers as written, so a condition imported, exported and
+imported again is the same text (the survey keeps its hash). `answered` turns ODK's "was it
+answered" (`${q} != ''`) into "was it asked" (q's own condition), and `renamed` names questions
+by their ids.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
-#: The longest condition text read, and the deepest nesting (as deniable's grammar bounds).
-MAX_CONDITION = 1000
-MAX_DEPTH = 32
+from deniable.shared import conditions
+from deniable.shared.conditions import (
+    MAX_CONDITION,
+    MAX_DEPTH,
+    All,
+    Any_,
+    Compare,
+    Group,
+    Lit,
+    Node,
+    Not,
+    OneOf,
+    Operand,
+    Ref,
+    Selected,
+)
 
-
-class ConditionError(ValueError):
-    """A condition that cannot be translated; the message says what and what to write."""
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A question named in a condition."""
-
-    qid: str
-
-
-@dataclass(frozen=True)
-class Text:
-    """A string literal (a choice's name or label)."""
-
-    value: str
-
-
-@dataclass(frozen=True)
-class Number:
-    """A number literal, kept as written."""
-
-    text: str
-
-
-Operand = Ref | Text | Number
-
-
-@dataclass(frozen=True)
-class Compare:
-    """`left op right`."""
-
-    op: str  # deniable's spelling: == != < <= > >=
-    left: Operand
-    right: Operand
-
-
-@dataclass(frozen=True)
-class Selected:
-    """A choice selected in a question: XLSForm's selected(), deniable's `'label' in q`."""
-
-    qid: str
-    value: str
-
-
-@dataclass(frozen=True)
-class InList:
-    """deniable's `operand in (a, b)`."""
-
-    operand: Operand
-    values: tuple[Text | Number, ...]
-
-
-@dataclass(frozen=True)
-class Group:
-    """Parentheses written in the condition (kept, so rendering is exact)."""
-
-    inner: Node
-
-
-@dataclass(frozen=True)
-class Not:
-    """A negation."""
-
-    inner: Node
-
-
-@dataclass(frozen=True)
-class Junction:
-    """Parts joined by `and` or by `or`."""
-
-    word: str  # "and" or "or"
-    parts: tuple[Node, ...]
-
-
-Node = Compare | Selected | InList | Group | Not | Junction
 #: (question id, string compared with it) -> the string in the other syntax.
 Literal = Callable[[str, str], str]
+#: What a part of a condition reduces to once "was it answered" is known: a tree, or a truth.
+Reduced = Node | bool
 
 SUPPORTED = (
     "${q}, strings, numbers, =, !=, <, <=, >, >=, selected(${q}, 'name'), and, or, not(...) "
     "and parentheses"
 )
 
-_XLSFORM_TOKEN = re.compile(
+
+class ConditionError(ValueError):
+    """A condition that cannot be translated; the message says what and what to write."""
+
+
+_TOKEN = re.compile(
     r"""\s*(?:
       (?P<ref>\$\{[^}]*\})
     | (?P<str>'[^']*'|"[^"]*")
@@ -116,27 +59,16 @@ _XLSFORM_TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
-_DENIABLE_TOKEN = re.compile(
-    r"""\s*(?:
-      (?P<str>'[^']*'|"[^"]*")
-    | (?P<num>-?(?:\d+(?:\.\d+)?|\.\d+))(?![A-Za-z0-9_-])
-    | (?P<op>==|!=|<=|>=|<|>|\(|\)|,)
-    | (?P<word>[A-Za-z0-9_][A-Za-z0-9_-]*)
-    | (?P<other>\S+)
-    )""",
-    re.VERBOSE,
-)
 _REF = re.compile(r"\$\{\s*([^}\s]+)\s*\}")
-_OPS_XLSFORM = {"=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_OPS_DENIABLE = {"==", "!=", "<", "<=", ">", ">="}
+_OPS = {"=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
-def _tokens(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+def _tokens(text: str) -> list[tuple[str, str]]:
     found = []
     position = 0
     text = text.rstrip()
     while position < len(text):
-        match = pattern.match(text, position)
+        match = _TOKEN.match(text, position)
         if match is None or match.end() == position:
             break
         kind = match.lastgroup or "other"
@@ -145,17 +77,24 @@ def _tokens(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
     return found
 
 
-class _Parser:
-    """Recursive descent over one dialect's tokens (`xlsform` or `deniable`)."""
+def _number(written: str) -> Lit:
+    """An XLSForm number as deniable writes it (`.5` becomes `0.5`, digits bounded)."""
+    sign, digits = ("-", written[1:]) if written.startswith("-") else ("", written)
+    try:
+        return conditions.number(sign + ("0" + digits if digits.startswith(".") else digits))
+    except conditions.ConditionError as exc:
+        raise ConditionError(str(exc)) from None
 
-    def __init__(self, text: str, dialect: str) -> None:
+
+class _Parser:
+    """Recursive descent over XLSForm's tokens, to deniable's tree."""
+
+    def __init__(self, text: str) -> None:
         if len(text) > MAX_CONDITION:
             raise ConditionError(f"at most {MAX_CONDITION} characters, got {len(text)}")
-        pattern = _XLSFORM_TOKEN if dialect == "xlsform" else _DENIABLE_TOKEN
-        self.tokens = _tokens(text, pattern)
+        self.tokens = _tokens(text)
         self.at = 0
         self.depth = 0
-        self.xlsform = dialect == "xlsform"
         if not self.tokens:
             raise ConditionError("empty condition")
 
@@ -173,79 +112,79 @@ class _Parser:
             raise ConditionError(f"expected {value!r}, found {got or 'the end'!r}")
 
     def parse(self) -> Node:
-        node = self.junction("or")
+        node = self.disjunction()
         kind, value = self.peek()
         if kind != "end":
             raise self.unsupported(kind, value)
         return node
 
     def unsupported(self, kind: str, value: str) -> ConditionError:
-        if kind == "word" and self.xlsform:
+        if kind == "word":
             return ConditionError(
                 f"{value!r} is not supported; deniable's skip logic takes {SUPPORTED}"
             )
         return ConditionError(f"unexpected {value!r}; deniable's skip logic takes {SUPPORTED}")
 
-    def junction(self, word: str) -> Node:
-        lower = self.junction("and") if word == "or" else self.negation()
-        parts = [lower]
-        while self.peek() == ("word", word):
+    def disjunction(self) -> Node:
+        parts = [self.conjunction()]
+        while self.peek() == ("word", "or"):
             self.take()
-            parts.append(self.junction("and") if word == "or" else self.negation())
-        return parts[0] if len(parts) == 1 else Junction(word, tuple(parts))
+            parts.append(self.conjunction())
+        return parts[0] if len(parts) == 1 else Any_(tuple(parts))
 
-    def nested(self) -> Node:
+    def conjunction(self) -> Node:
+        parts = [self.negation()]
+        while self.peek() == ("word", "and"):
+            self.take()
+            parts.append(self.negation())
+        return parts[0] if len(parts) == 1 else All(tuple(parts))
+
+    def nested(self) -> Group:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise ConditionError(f"nested more than {MAX_DEPTH} levels deep")
         try:
             self.expect("(")
-            inner = self.junction("or")
+            inner = self.disjunction()
             self.expect(")")
         finally:
             self.depth -= 1
-        return inner
+        return Group(inner)
 
     def negation(self) -> Node:
         kind, value = self.peek()
         if (kind, value) == ("word", "not"):
             self.take()
-            if self.xlsform:
-                return Not(Group(self.nested()))
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                raise ConditionError(f"nested more than {MAX_DEPTH} levels deep")
-            try:
-                return Not(self.negation())
-            finally:
-                self.depth -= 1
+            return Not(self.nested())
         if (kind, value) == ("op", "("):
-            return Group(self.nested())
-        if self.xlsform and (kind, value) == ("word", "selected"):
+            return self.nested()
+        if (kind, value) == ("word", "selected"):
             self.take()
             self.expect("(")
             ref = self.operand()
             self.expect(",")
             text = self.operand()
             self.expect(")")
-            if not isinstance(ref, Ref) or not isinstance(text, Text):
+            if (
+                not isinstance(ref, Ref)
+                or not isinstance(text, Lit)
+                or not isinstance(text.value, str)
+            ):
                 raise ConditionError("selected() takes a question and a choice's name in quotes")
-            return Selected(ref.qid, text.value)
+            return Selected(text, ref)
         return self.comparison()
 
     def operand(self) -> Operand:
         kind, value = self.take()
         if kind == "str":
-            return Text(value[1:-1])
+            return Lit(value[1:-1])
         if kind == "num":
-            return Number(value)
-        if self.xlsform and kind == "ref":
+            return _number(value)
+        if kind == "ref":
             match = _REF.fullmatch(value)
             if match is None:
                 raise ConditionError(f"{value!r} names no question")
             return Ref(match.group(1))
-        if not self.xlsform and kind == "word" and value not in ("and", "or", "not", "in"):
-            return Ref(value)
         if kind == "end":
             raise ConditionError("the condition ends too early")
         raise self.unsupported(kind, value)
@@ -253,55 +192,21 @@ class _Parser:
     def comparison(self) -> Node:
         left = self.operand()
         kind, value = self.take()
-        if not self.xlsform and (kind, value) == ("word", "in"):
-            if self.peek() == ("op", "("):
-                self.take()
-                values: list[Text | Number] = []
-                while True:
-                    item = self.operand()
-                    if isinstance(item, Ref):
-                        raise ConditionError("in (...) lists strings or numbers")
-                    values.append(item)
-                    if self.peek() == ("op", ","):
-                        self.take()
-                        continue
-                    self.expect(")")
-                    break
-                return InList(left, tuple(values))
-            right = self.operand()
-            if not isinstance(left, Text) or not isinstance(right, Ref):
-                raise ConditionError("'label' in q takes a string and a question")
-            return Selected(right.qid, left.value)
-        ops = _OPS_XLSFORM if self.xlsform else _OPS_DENIABLE
-        if kind != "op" or value not in ops:
+        if kind != "op" or value not in _OPS:
             if kind == "end":
                 raise ConditionError("a comparison needs an operator and a second operand")
             raise self.unsupported(kind, value)
-        op = _OPS_XLSFORM[value] if self.xlsform else value
-        return Compare(op, left, self.operand())
+        return Compare(_OPS[value], left, self.operand())
 
 
 def parse_xlsform(text: str) -> Node:
     """XLSForm's `relevant` text as a tree; ConditionError on anything deniable cannot honour."""
-    return _Parser(text, "xlsform").parse()
-
-
-def parse_deniable(text: str) -> Node:
-    """A deniable condition as a tree (only to write it out again)."""
-    return _Parser(text, "deniable").parse()
+    return _Parser(text).parse()
 
 
 def referenced(node: Node) -> list[str]:
     """The question ids a tree names, in order of appearance."""
-    if isinstance(node, Compare):
-        return [o.qid for o in (node.left, node.right) if isinstance(o, Ref)]
-    if isinstance(node, Selected):
-        return [node.qid]
-    if isinstance(node, InList):
-        return [node.operand.qid] if isinstance(node.operand, Ref) else []
-    if isinstance(node, Group | Not):
-        return referenced(node.inner)
-    return [qid for part in node.parts for qid in referenced(part)]
+    return [ref.qid for ref in conditions.refs(node)]
 
 
 def _quote(value: str) -> str:
@@ -313,17 +218,17 @@ def _quote(value: str) -> str:
 
 
 def _literal_of(operand: Operand, other: Operand, literal: Literal) -> Operand:
-    if isinstance(operand, Text) and isinstance(other, Ref):
-        return Text(literal(other.qid, operand.value))
+    if isinstance(operand, Lit) and isinstance(operand.value, str) and isinstance(other, Ref):
+        return Lit(literal(other.qid, operand.value))
     return operand
 
 
 def _operand(operand: Operand, ref: Callable[[str], str]) -> str:
     if isinstance(operand, Ref):
         return ref(operand.qid)
-    if isinstance(operand, Text):
+    if isinstance(operand.value, str):
         return _quote(operand.value)
-    return operand.text
+    return operand.written or str(operand.value)
 
 
 def to_deniable(node: Node, literal: Literal) -> str:
@@ -333,15 +238,19 @@ def to_deniable(node: Node, literal: Literal) -> str:
         right = _literal_of(node.right, node.left, literal)
         return f"{_operand(left, str)} {node.op} {_operand(right, str)}"
     if isinstance(node, Selected):
-        return f"{_quote(literal(node.qid, node.value))} in {node.qid}"
-    if isinstance(node, InList):
-        items = ", ".join(_operand(_literal_of(v, node.operand, literal), str) for v in node.values)
+        label = _literal_of(node.literal, node.question, literal)
+        return f"{_operand(label, str)} in {node.question.qid}"
+    if isinstance(node, OneOf):
+        items = ", ".join(
+            _operand(_literal_of(v, node.operand, literal), str) for v in node.literals
+        )
         return f"{_operand(node.operand, str)} in ({items})"
     if isinstance(node, Group):
-        return f"({to_deniable(node.inner, literal)})"
+        return f"({to_deniable(node.item, literal)})"
     if isinstance(node, Not):
-        return f"not {to_deniable(node.inner, literal)}"
-    return f" {node.word} ".join(to_deniable(part, literal) for part in node.parts)
+        return f"not {to_deniable(node.item, literal)}"
+    word = " and " if isinstance(node, All) else " or "
+    return word.join(to_deniable(part, literal) for part in node.items)
 
 
 def _xref(qid: str) -> str:
@@ -356,24 +265,27 @@ def to_xlsform(node: Node, literal: Literal) -> str:
         op = "=" if node.op == "==" else node.op
         return f"{_operand(left, _xref)} {op} {_operand(right, _xref)}"
     if isinstance(node, Selected):
-        return f"selected({_xref(node.qid)}, {_quote(literal(node.qid, node.value))})"
-    if isinstance(node, InList):
+        name = _literal_of(node.literal, node.question, literal)
+        return f"selected({_xref(node.question.qid)}, {_operand(name, _xref)})"
+    if isinstance(node, OneOf):
         alternatives = " or ".join(
-            to_xlsform(Compare("==", node.operand, value), literal) for value in node.values
+            to_xlsform(Compare("==", node.operand, value), literal) for value in node.literals
         )
         return f"({alternatives})"
     if isinstance(node, Group):
-        return f"({to_xlsform(node.inner, literal)})"
+        return f"({to_xlsform(node.item, literal)})"
     if isinstance(node, Not):
-        inner = node.inner
-        if isinstance(inner, Group):
-            return f"not({to_xlsform(inner.inner, literal)})"
+        inner = node.item.item if isinstance(node.item, Group) else node.item
         return f"not({to_xlsform(inner, literal)})"
-    return f" {node.word} ".join(to_xlsform(part, literal) for part in node.parts)
+    word = " and " if isinstance(node, All) else " or "
+    return word.join(to_xlsform(part, literal) for part in node.items)
 
 
-#: What a part of a condition reduces to once "was it answered" is known: a tree, or a truth.
-Reduced = Node | bool
+def conjoined(nodes: list[Node]) -> Node:
+    """Conditions that must all hold (a question's groups' and its own), each in parentheses."""
+    if len(nodes) == 1:
+        return nodes[0]
+    return All(tuple(n if isinstance(n, Group) else Group(n) for n in nodes))
 
 
 def _emptiness(node: Compare) -> tuple[str, bool] | None:
@@ -381,7 +293,7 @@ def _emptiness(node: Compare) -> tuple[str, bool] | None:
     if node.op not in ("==", "!="):
         return None
     for ref, other in ((node.left, node.right), (node.right, node.left)):
-        if isinstance(ref, Ref) and isinstance(other, Text) and other.value == "":
+        if isinstance(ref, Ref) and isinstance(other, Lit) and other.value == "":
             return ref.qid, node.op == "!="
     return None
 
@@ -402,15 +314,15 @@ def answered(node: Node, asked: Callable[[str], Node | None]) -> Reduced:
         grouped = condition if isinstance(condition, Group) else Group(condition)
         return grouped if wanted else Not(grouped)
     if isinstance(node, Group):
-        inner = answered(node.inner, asked)
+        inner = answered(node.item, asked)
         return inner if isinstance(inner, bool) else Group(inner)
     if isinstance(node, Not):
-        inner = answered(node.inner, asked)
+        inner = answered(node.item, asked)
         return (not inner) if isinstance(inner, bool) else Not(inner)
-    if isinstance(node, Junction):
-        decisive = node.word == "or"  # the truth that decides the whole junction
+    if isinstance(node, All | Any_):
+        decisive = isinstance(node, Any_)  # the truth that decides the whole junction
         parts: list[Node] = []
-        for part in node.parts:
+        for part in node.items:
             reduced = answered(part, asked)
             if reduced is decisive:
                 return decisive
@@ -418,7 +330,7 @@ def answered(node: Node, asked: Callable[[str], Node | None]) -> Reduced:
                 parts.append(reduced)
         if not parts:
             return not decisive
-        return parts[0] if len(parts) == 1 else Junction(node.word, tuple(parts))
+        return parts[0] if len(parts) == 1 else type(node)(tuple(parts))
     return node
 
 
@@ -429,14 +341,14 @@ def renamed(tree: Node, names: dict[str, str]) -> Node:
             tree.op, _renamed_operand(tree.left, names), _renamed_operand(tree.right, names)
         )
     if isinstance(tree, Selected):
-        return Selected(names.get(tree.qid, tree.qid), tree.value)
-    if isinstance(tree, InList):
-        return InList(_renamed_operand(tree.operand, names), tree.values)
+        return Selected(tree.literal, Ref(names.get(tree.question.qid, tree.question.qid)))
+    if isinstance(tree, OneOf):
+        return OneOf(_renamed_operand(tree.operand, names), tree.literals)
     if isinstance(tree, Group):
-        return Group(renamed(tree.inner, names))
+        return Group(renamed(tree.item, names))
     if isinstance(tree, Not):
-        return Not(renamed(tree.inner, names))
-    return Junction(tree.word, tuple(renamed(p, names) for p in tree.parts))
+        return Not(renamed(tree.item, names))
+    return type(tree)(tuple(renamed(p, names) for p in tree.items))
 
 
 def _renamed_operand(operand: Operand, names: dict[str, str]) -> Operand:

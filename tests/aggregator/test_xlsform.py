@@ -20,6 +20,7 @@ from openpyxl import Workbook, load_workbook
 
 from deniable.aggregator import forms
 from deniable.aggregator.forms import XLSFormError, export_xlsform, import_xlsform, relevance
+from deniable.shared import conditions
 from deniable.shared.survey import Survey
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -396,7 +397,7 @@ def test_settings_give_id_title_language_and_the_rest() -> None:
 def test_relevant_translates_to_deniables_grammar(xlsform: str, deniable: str) -> None:
     tree = relevance.parse_xlsform(xlsform)
     assert relevance.to_deniable(tree, lambda q, v: v) == deniable
-    back = relevance.parse_deniable(deniable)
+    back = conditions.parse(deniable).tree
     assert relevance.to_deniable(back, lambda q, v: v) == deniable
 
 
@@ -629,7 +630,7 @@ def test_any_relevant_text_translates_or_is_refused(text: str) -> None:
     except relevance.ConditionError:
         return
     deniable = relevance.to_deniable(tree, lambda q, v: v)
-    assert relevance.to_deniable(relevance.parse_deniable(deniable), lambda q, v: v) == deniable
+    assert relevance.to_deniable(conditions.parse(deniable).tree, lambda q, v: v) == deniable
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -49,7 +49,7 @@ def test_power_form_gives_the_smallest_n(researcher: FlaskClient) -> None:
 @pytest.mark.parametrize(
     ("query", "words"),
     [
-        ("share=2", "share: expected a probability"),
+        ("share=2", "share: a probability must lie in [0, 1]"),
         ("share=0.2&power_epsilon=abc", "epsilon: expected a number"),
         ("share=0.2&power_mechanism=oue", "mechanism: expected one of"),
         ("share=0.2&n=-3", "n: expected a whole number"),

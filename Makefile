@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Two test workers per core: most tests wait on a server, a browser or a subprocess, and the
+# second worker keeps the core busy meanwhile (on 2 cores: 491 s instead of 636 s).
+WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 
 .PHONY: demo test test-fast lint format bench docs docs-settings i18n i18n-compile clean
 
@@ -30,12 +33,12 @@ test: $(STAMP)
 	bash scripts/test-deps.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n auto --dist worksteal --durations=25
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal --durations=25
 
 # The inner loop: everything but the browser, end-to-end, install and PostgreSQL tests (the
 # markers tests/conftest.py sets); make test still runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist worksteal -m "not browser and not e2e and not install and not postgres"
+	$(BIN)/python -m pytest -n $(WORKERS) --dist worksteal -m "not browser and not e2e and not install and not postgres"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -39,13 +39,15 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse as sparse
 
 from deniable.shared.sketches import CMS, HCMS, RAPPOR, Sketch
 from deniable.shared.text import bloom_bits, sketch_column
+
+if TYPE_CHECKING:  # scipy is imported where it is used: 0.15 s at every start otherwise
+    import scipy.sparse as sparse
 
 #: Floats of the per-request [rows, D, D] overlap matrices held at once (simulated trials are
 #: decoded this many cells at a time; one survey's tallies always fit).
@@ -187,6 +189,8 @@ def _gram(incidence: sparse.csr_array, weights: np.ndarray | None = None) -> np.
     """[D, D]: A' diag(weights) A (A'A without weights) of a 0/1 incidence A [cells, D], the
     sum over the cells two candidates share: only the pairs that share one are touched, a
     block of at most CHUNK_CELLS incidences at a time (no copy of the whole of A)."""
+    import scipy.sparse as sparse
+
     cells, d = incidence.shape
     indptr = incidence.indptr
     out = np.zeros((d, d))
@@ -284,6 +288,8 @@ class HadamardDecoder(Decoder):
         return m * (m.bit_length() - 1) < 2 * len(self.candidates)
 
     def _squares(self, counts: np.ndarray) -> np.ndarray:
+        import scipy.sparse as sparse
+
         if self._diagonal or not self.spreads:
             return super()._squares(counts)
         k, d = self.columns.shape
@@ -320,6 +326,8 @@ def _columns(sketch: CMS | HCMS, candidates: Sequence[str]) -> np.ndarray:
 
 def _column_incidence(columns: np.ndarray, m: int) -> sparse.csr_array:
     """[k m, D]: 1 at (j m + column of d under hash j, d), k ones per candidate."""
+    import scipy.sparse as sparse
+
     k, d = columns.shape
     rows = (np.arange(k)[:, None] * m + columns).ravel()
     return sparse.csr_array((np.ones(k * d), (rows, np.tile(np.arange(d), k))), shape=(k * m, d))
@@ -400,6 +408,8 @@ def _cms_decoder(sketch: CMS, candidates: Sequence[str], joint: bool) -> Decoder
 def _bloom_incidence(sketch: RAPPOR, candidates: Sequence[str]) -> sparse.csr_array:
     """[m k, D]: B, 1 where candidate d sets bit i in cohort c (row c k + i); at most h ones
     per cohort and candidate."""
+    import scipy.sparse as sparse
+
     k, m, h, d = sketch.k, sketch.m, sketch.h, len(candidates)
     rows = np.empty(m * d * h, dtype=np.int32)
     cols = np.empty(m * d * h, dtype=np.int32)
@@ -456,6 +466,8 @@ _UNRESOLVED = "the Bloom filters cannot tell these candidates apart; use more bi
 
 
 def _rappor_decoder(sketch: RAPPOR, candidates: Sequence[str]) -> Decoder:
+    import scipy.linalg
+
     k, m = sketch.k, sketch.m
     if len(candidates) > m * k:  # more than B's m k rows: dependent, known before any hash
         raise SketchDecodeError(_UNRESOLVED)
@@ -588,6 +600,8 @@ def rappor_selection(
                 beta[j] = new
         if moved < 1e-9:
             break
+    import scipy.linalg
+
     gram = _gram(bloom)
     kept: list[int] = []
     # The Cholesky factor of the kept candidates' Gram matrix, grown a row at a time.

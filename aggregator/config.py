@@ -7,7 +7,7 @@ import ipaddress
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -201,19 +201,39 @@ def _origins(name: str) -> Callable[[str], tuple[str, ...]]:
 MAX_RELAY_ADDRESSES = 100
 
 
-def parse_networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    """Comma-separated IP addresses or networks (CIDR); ValueError says which one is wrong."""
-    items = [item.strip() for item in text.split(",") if item.strip()]
+def parse_networks(
+    given: str | Iterable[Any],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """IP addresses or networks (CIDR), comma-separated or a list of them (networks too);
+    ValueError says which one is wrong."""
+    listed = given.split(",") if isinstance(given, str) else list(given)
+    items = [item.strip() if isinstance(item, str) else item for item in listed]
+    items = [item for item in items if item != ""]
     if len(items) > MAX_RELAY_ADDRESSES:
         raise ValueError(f"at most {MAX_RELAY_ADDRESSES} addresses, got {len(items)}")
     found = []
     for item in items:
         try:
-            found.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
+            network = ipaddress.ip_network(item, strict=False)
+        except (ValueError, TypeError):
             raise ValueError(
-                f"expected an IP address or network like 203.0.113.7 or 2001:db8::/64, got {item!r}"
+                "expected an IP address or network like 203.0.113.7 or 2001:db8::/64, got "
+                f"{item!r:.60}"
             ) from None
+        written = ipaddress.ip_interface(item).ip if isinstance(item, str) else None
+        if written is not None and int(written) != int(network.network_address):
+            # 203.0.113.7/0 would be every address: say the network it names rather than guess.
+            raise ValueError(f"{item!r:.60} names the network {network}; write that if meant")
+        if network.prefixlen == 0:
+            raise ValueError(
+                f"{item!r:.60} is every address: anyone posting to /ohttp would have a relay's "
+                "allowance; list the relays' own addresses"
+            )
+        # An IPv4 network written as IPv6 (::ffff:a.b.c.d) is the IPv4 one clients are seen from.
+        mapped = getattr(network.network_address, "ipv4_mapped", None)
+        if mapped is not None and network.prefixlen >= 96:
+            network = ipaddress.ip_network((mapped, network.prefixlen - 96))
+        found.append(network)
     return tuple(found)
 
 
@@ -331,7 +351,8 @@ SETTINGS: dict[str, Setting] = {
         _rate("DENIABLE_RATE_LIMIT"),
         None,
         "E.g. `60/minute` or `10/second;500/hour`; unset, no limits. It counts reports, not "
-        "requests: per client address, a POST of k reports (a batch) counts k and an "
+        "requests: per client address (an IPv6 address by its /64, one subscriber's usual "
+        "allocation), a POST of k reports (a batch) counts k and an "
         "enrollment one (reports and enrollments counted apart); per public key, each report "
         "and each enrollment counts one. A request that would pass the limit is refused whole "
         "and counts nothing: 429 problem+json with `Retry-After` (send it then, or a smaller "
@@ -532,10 +553,8 @@ def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"PAGE_ORIGINS: {exc}") from None
     relays = config.get("RELAY_ADDRESSES") or ()
     try:
-        fixed["RELAY_ADDRESSES"] = (
-            parse_networks(relays) if isinstance(relays, str) else tuple(relays)
-        )
-    except ValueError as exc:
+        fixed["RELAY_ADDRESSES"] = parse_networks(relays)
+    except (ValueError, TypeError) as exc:
         raise ConfigError(f"RELAY_ADDRESSES: {exc}") from None
     for key in ("MAX_BATCH", "CLOCK_SKEW", "MAX_INVITATIONS", "BUSY_TIMEOUT"):
         value = config.get(key)

@@ -83,8 +83,10 @@ def parse_number(value: object, name: str, example: str) -> float | None:
     as one (a CLI option, a JSON field); None when absent (None or empty text)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**MAX_NUMBER_TEXT:
+        return float(value)  # a larger int (a CLI's type=int) would overflow the float
+    if isinstance(value, float) and math.isfinite(value):
+        return value
     text = value.strip() if isinstance(value, str) else ""
     number = float(text) if len(text) <= MAX_NUMBER_TEXT and _DECIMAL.fullmatch(text) else math.inf
     if not math.isfinite(number):  # 1e999 too
@@ -97,10 +99,10 @@ def parse_count(value: object, name: str, example: str, *, digits: int = 12) -> 
     given as one; None when absent. Whether it is in range is the caller's to say."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**digits:
         return value
     text = value.strip() if isinstance(value, str) else ""
-    if not re.fullmatch(f"[0-9]{{1,{digits}}}", text):
+    if not re.fullmatch(f"[0-9]{{1,{digits}}}", text):  # a larger int too (a CLI's type=int)
         raise ParamError(f"{name}: expected a whole number like {example}, got {str(value)[:40]!r}")
     return int(text)
 

@@ -100,13 +100,26 @@ def summary(record: SurveyRecord, cache: SurveyCache | None = None) -> dict[str,
     }
 
 
+def stored_bytes(survey: Survey) -> int:
+    """The survey's size as stored (its canonical JSON), which DENIABLE_MAX_SURVEY_BYTES bounds."""
+    return len(canonical_json(survey.to_dict()))
+
+
 def check_survey_limits(survey: Survey, limits: Limits = DEFAULT_LIMITS) -> None:
-    """SurveyError (422) naming the limit and its setting if the survey has more questions,
-    more sketch counters in all, or text candidates needing a larger decoder than `limits`
-    allow: checked before anything is stored or decoded."""
+    """SurveyError (422) naming the limit and its setting if the survey is larger as stored,
+    has more questions, more sketch counters in all, or text candidates needing a larger
+    decoder than `limits` allow: checked before anything is stored or decoded."""
     questions = list(survey.questions.values())
     counters = sum(q.k for q in questions if q.kind.rows == "candidates")
+    stored = stored_bytes(survey)
     try:
+        check(
+            stored,
+            limits,
+            "max_survey_bytes",
+            f"the survey is {stored:,} bytes as stored (its questions, options and "
+            "translations); shorten or drop some",
+        )
         check(
             len(questions),
             limits,
@@ -169,16 +182,6 @@ def create_survey(
             except SketchDecodeError as exc:
                 raise SurveyError(f"questions[{i}].candidates: {exc}") from None
     stored = canonical_json(survey.to_dict())
-    try:
-        check(
-            len(stored),
-            limits,
-            "max_survey_bytes",
-            f"the survey is {len(stored):,} bytes as stored (its questions, options and "
-            "translations); shorten or drop some",
-        )
-    except LimitError as exc:
-        raise SurveyError(str(exc)) from None
     created = store.create_survey(
         survey.id,
         stored.decode("utf-8"),

@@ -362,8 +362,8 @@ def option_of(question: Question, text: str) -> Any:
     integer question's number; a multi question's labels (comma-separated, empty for none)."""
     try:
         return question.kind.from_prompt(question, text)
-    except SurveyError as exc:
-        raise click.BadParameter(str(exc)) from None
+    except SurveyError as exc:  # click.prompt prints it as it is: the survey's labels shown
+        raise click.BadParameter(shown(str(exc))) from None
 
 
 def skip_lines(survey: Survey, truth: Mapping[str, object], *, lang: str) -> list[str]:

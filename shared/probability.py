@@ -29,6 +29,9 @@ _SCALE = 10**DECIMALS
 PROBABILITY_TEXT = re.compile(
     r"[0-9]{1,18}(?:\.[0-9]{0,18})?|\.[0-9]{1,18}|[0-9]{1,18}/[0-9]{1,18}"
 )
+#: What may surround such a text (and is dropped): ASCII white space only, as probability.js
+#: says it too (str.strip and String.trim disagree beyond it: U+FEFF, U+0085, U+001C...).
+PROBABILITY_SPACE = " \t\n\r\f\v"
 
 
 def parse_probability(value: object, *, field: str) -> Fraction:
@@ -45,7 +48,7 @@ def parse_probability(value: object, *, field: str) -> Fraction:
         elif isinstance(value, int):
             frac = Fraction(value)
         elif isinstance(value, str):
-            text = value.strip()
+            text = value.strip(PROBABILITY_SPACE)
             if not PROBABILITY_TEXT.fullmatch(text):
                 raise ValueError
             frac = Fraction(text)

@@ -3,6 +3,7 @@ terminal: what a terminal would act on rather than show is written as a visible 
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 #: Unicode categories a terminal acts on rather than shows: controls (C0, DEL, C1 such as
@@ -26,6 +27,13 @@ def shown(text: str, *, lines: bool = False) -> str:
     if lines:
         return "\n".join(shown(line) for line in text.split("\n"))
     return "".join(_escape(ch) if _hidden(ch) else ch for ch in text)
+
+
+def shown_json(text: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) with every character a terminal would
+    act on written as its JSON escape (\\u202e, or a surrogate pair): the same document,
+    safe to print. Outside its strings JSON has only printable ASCII and line breaks."""
+    return "".join(json.dumps(ch)[1:-1] if ch != "\n" and _hidden(ch) else ch for ch in text)
 
 
 def _hidden(ch: str) -> bool:

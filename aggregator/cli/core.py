@@ -118,8 +118,16 @@ def create_survey_command(file: Path, owner: str | None) -> None:
     """Create a survey from a JSON document and print its id."""
     if owner is not None and get_store().get_account(owner) is None:
         raise CLIError(f"no account {owner!r}; `deniable-aggregator account create` makes one")
+    limit = current_app.config["MAX_CONTENT_LENGTH"]  # as for a document POSTed to the API
     try:
-        doc = parse_json(file.read_bytes())
+        with file.open("rb") as handle:  # never more than the limit read (/dev/zero, say)
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise CLIError(
+                f"{file}: larger than {limit:,} bytes (DENIABLE_MAX_BODY, as for a survey "
+                "posted to the API); a survey document is far smaller"
+            )
+        doc = parse_json(data)
     except JSONTextError as exc:
         raise CLIError(f"{file}: not valid JSON ({exc})") from None
     except FileNotFoundError:

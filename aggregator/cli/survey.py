@@ -19,7 +19,7 @@ from flask.cli import AppGroup
 from deniable.aggregator import accounts, forms, surveys
 from deniable.aggregator.access import OPERATOR
 from deniable.aggregator.cli.errors import CLIError, friendly
-from deniable.aggregator.cli.terminal import shown
+from deniable.aggregator.cli.terminal import shown, shown_json
 from deniable.aggregator.refusals import survey_or_404
 from deniable.aggregator.stats.limits import Limits
 from deniable.aggregator.web.db import existing_store, get_store, survey_cache
@@ -89,7 +89,7 @@ def import_command(
             f"{form}: {count} problem{'s' if count != 1 else ''}; nothing was created"
         ) from None
     doc = imported.document
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    click.echo(shown_json(json.dumps(doc, indent=2, ensure_ascii=False)))
     for notice in imported.notices:
         click.echo(f"note: {shown(notice)}", err=True)
     if dry_run:

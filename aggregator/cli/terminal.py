@@ -3,6 +3,6 @@ deniable.shared.terminal, which the respondent's CLI uses too)."""
 
 from __future__ import annotations
 
-from deniable.shared.terminal import shown
+from deniable.shared.terminal import shown, shown_json
 
-__all__ = ["shown"]
+__all__ = ["shown", "shown_json"]

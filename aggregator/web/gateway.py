@@ -37,7 +37,7 @@ from deniable.aggregator.web import problems, report_endpoint
 from deniable.aggregator.web.bodies import read_body
 from deniable.aggregator.web.db import EXTENSION as STORES
 from deniable.aggregator.web.db import SURVEYS
-from deniable.aggregator.web.limits import RELAYED, post_counter
+from deniable.aggregator.web.limits import RELAYED, listed_relay, post_counter
 from deniable.aggregator.web.report_endpoint import StartResponse, WSGIApp, recent_records
 from deniable.shared import bhttp, ohttp
 from deniable.shared.canonical import JSONTextError, canonical_json, parse_json, sha256_hex
@@ -168,7 +168,7 @@ class Gateway:
                 return _plain_text(400, f"{exc}; send it again", start_response)
             response, counted = self._inner(opened.request, environ)
             if counted is not None:
-                self._count(store, counted, environ.get(BATCH_HEADER))
+                self._count(store, counted, self._batch_tag(environ))
         sealed = opened.seal_response(bhttp.encode_response(response))
         start_response(
             "200 OK",
@@ -240,6 +240,16 @@ class Gateway:
         )
         accepted = body if answered["status"] == 201 and isinstance(body, dict) else None
         return bhttp.Response(answered["status"], kept, content), accepted
+
+    def _batch_tag(self, environ: dict[str, Any]) -> str | None:
+        """The request's batch tag, when its sender may tag one: with DENIABLE_RELAY_ADDRESSES
+        set, only a listed relay (anyone else could swell a batch, and with it the survey's
+        shuffle n); without, any sender (docs/anonymity.md#rate-limits-and-relays)."""
+        relays = tuple(self.app.config.get("RELAY_ADDRESSES") or ())
+        address = environ.get("REMOTE_ADDR") or ""
+        if relays and listed_relay(address, relays) is None:
+            return None
+        return environ.get(BATCH_HEADER)
 
     def _count(self, store: Store, report: dict[str, Any], tag: str | None) -> None:
         """Count an accepted report in its relay batch (none without a valid tag)."""

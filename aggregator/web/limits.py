@@ -5,9 +5,9 @@ process's memory by default, or one Redis shared by every process and machine, s
 over a limit on one process is refused by all. No client address reaches the database or the
 logs (in Redis, an address is a counter's key until its window ends). An unreachable Redis
 answers reports and enrollments 503 with Retry-After (clients send them again later); failed
-logins are then not counted. With DENIABLE_RATE_LIMIT set (e.g.
-`60/minute`), the limits count reports, not requests: a POST of k reports (a batch) counts k
-against its client address, and each report counts once against its public key; an enrollment
+logins are then not counted. With DENIABLE_RATE_LIMIT set (e.g. `60/minute`), the limits count
+reports, not requests: a POST of k reports (a batch) counts k against its client address (an
+IPv6 address by its /64), and each report counts once against its public key; an enrollment
 counts one against each. Reports and enrollments are counted apart per address. A request that
 would pass a limit is refused whole and counts nothing: 429 problem+json with Retry-After (send
 it again then, or a smaller batch now); a batch larger than the limit itself could never pass
@@ -27,8 +27,9 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from functools import partial
-from ipaddress import ip_address
+from ipaddress import IPv6Network, ip_address
 from typing import Any
 
 from flask import Flask, Response, current_app, request
@@ -60,6 +61,27 @@ LOGIN = "dashboard.login"
 _COUNTING = threading.Lock()
 #: Seconds a client waits before sending again when the rate limits' storage is unreachable.
 STORAGE_RETRY_AFTER = 5
+
+
+#: An IPv6 client is counted by its /64, one subscriber's usual allocation: otherwise each of
+#: its 2**64 addresses would have an allowance of its own.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_key(address: str) -> str:
+    """The text an address is counted under: an IPv4 address as itself (as a dual-stack
+    socket writes it too, ::ffff:a.b.c.d), an IPv6 address as its /64."""
+    try:
+        found = ip_address(address)
+    except ValueError:
+        return address
+    mapped = getattr(found, "ipv4_mapped", None)
+    if mapped is not None:
+        return str(mapped)
+    if found.version == 6:
+        shift = 128 - IPV6_CLIENT_PREFIX
+        return str(IPv6Network(((int(found) >> shift) << shift, IPV6_CLIENT_PREFIX)))
+    return str(found)
 
 
 def _storage_down() -> Problem:
@@ -111,6 +133,18 @@ def _refuse_over(
             )
 
 
+def listed_relay(address: str, relays: Sequence[Any]) -> str | None:
+    """The relay `address` is, when it is in `relays` (DENIABLE_RELAY_ADDRESSES' networks), as
+    one text for its counter (an IPv4 address as a dual-stack socket writes it,
+    ::ffff:a.b.c.d, is the same relay); None otherwise."""
+    try:
+        found = ip_address(address)
+    except ValueError:
+        return None
+    found = getattr(found, "ipv4_mapped", None) or found
+    return str(found) if any(found in network for network in relays) else None
+
+
 class PostCounter:
     """Counts the report or enrollment POSTs of this process against DENIABLE_RATE_LIMIT: per
     client address (k for a batch of k) and per public key; reports a listed relay passes on
@@ -134,15 +168,8 @@ class PostCounter:
         self.max_batch = max_batch
 
     def relay(self, address: str) -> str | None:
-        """The relay `address` is, when it is in DENIABLE_RELAY_ADDRESSES, as one text for its
-        counter (an IPv4 address as a dual-stack socket writes it, ::ffff:a.b.c.d, is the
-        same relay); None otherwise."""
-        try:
-            found = ip_address(address)
-        except ValueError:
-            return None
-        found = getattr(found, "ipv4_mapped", None) or found
-        return str(found) if any(found in network for network in self.relays) else None
+        """The relay `address` is, when it is in DENIABLE_RELAY_ADDRESSES (listed_relay)."""
+        return listed_relay(address, self.relays)
 
     def _address_limit(
         self, kind: str, address: str, relayed: bool
@@ -152,9 +179,10 @@ class PostCounter:
         address's own."""
         relay = self.relay(address) if relayed and kind == "reports" else None
         if relay is not None:
-            who = ("deniable-address", "relayed", relay)
+            who = ("deniable-address", "relayed", client_key(relay))
             return self.relay_items, who, "reports through this relay", "DENIABLE_RELAY_RATE_LIMIT"
-        return self.items, self._who(kind, address), f"{kind} from this address", RATE_SETTING
+        who = self._who(kind, client_key(address))
+        return self.items, who, f"{kind} from this address", RATE_SETTING
 
     def admit(self, kind: str, address: str, *, relayed: bool = False) -> None:
         """Refuse (429) an address already at its limit: it costs no body read nor parse."""
@@ -233,7 +261,7 @@ def init_limits(app: Flask) -> Limiter:
     # Storage errors come as StorageError (wrap_exceptions): reports and enrollments answer them
     # 503; the login limit lets the login through (swallow_errors) rather than lock everyone out.
     limiter = Limiter(
-        get_remote_address,
+        lambda: client_key(get_remote_address()),
         app=app,
         storage_uri=app.config.get("RATE_LIMIT_STORAGE") or "memory://",
         storage_options={"wrap_exceptions": True},

@@ -47,6 +47,20 @@ def test_create_survey_prints_its_id(runner, client, survey_file):
     assert invoke(runner, "create-survey", str(survey_file)).exit_code == 0  # the same again
 
 
+def test_create_survey_reads_no_more_than_the_body_limit(app, runner, client, survey_doc, tmp_path):
+    # The whole file was read, however large (/dev/zero never ends), before any check.
+    app.config["MAX_CONTENT_LENGTH"] = 1024
+    path = tmp_path / "padded.json"
+    path.write_text(json.dumps(survey_doc) + " " * 2048)
+    refused = invoke(runner, "create-survey", str(path))
+    assert refused.exit_code == 1, refused.output
+    assert refused.stderr == f"error: {path}: larger than 1,024 bytes (DENIABLE_MAX_BODY, " + (
+        "as for a survey posted to the API); a survey document is far smaller\n"
+    )
+    assert client.get("/api/v1/surveys/habits").status_code == 404
+    assert invoke(runner, "create-survey", "/dev/zero").exit_code == 1
+
+
 def test_create_survey_with_an_owner(runner, client, survey_file):
     refused = invoke(runner, "create-survey", str(survey_file), "--owner", "nobody")
     assert refused.exit_code == 1 and refused.stderr.startswith("error: no account 'nobody'")

@@ -35,6 +35,7 @@ from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.db import get_store
 from deniable.aggregator.web.statuses import refusal_status
 from deniable.shared import Survey, make_report
+from deniable.shared.canonical import canonical_json
 from deniable.shared.signing import generate_key
 from deniable.shared.sketches import HCMS
 from tests.aggregator.conftest import TOKEN
@@ -289,6 +290,19 @@ def test_survey_bytes_just_under_the_limit_work_and_over_it_are_422(tmp_path):
     )
     assert f"{size:,} bytes as stored" in detail
     assert under.get("/api/v1/surveys/three", headers=AUTH).status_code == 404  # nothing stored
+
+
+def test_survey_bytes_are_checked_with_the_other_survey_limits() -> None:
+    # `survey import --dry-run` checks with check_survey_limits alone: it said "would be created"
+    # of a survey --create then refused; and create_survey built candidates' decoders first.
+    from deniable.aggregator.surveys import check_survey_limits
+    from deniable.shared.errors import SurveyError
+
+    survey = Survey.from_dict(survey_of(binaries(3), "three"))
+    size = len(canonical_json(survey.to_dict()))
+    check_survey_limits(survey, Limits(max_survey_bytes=size))
+    with pytest.raises(SurveyError, match=f"{size:,} bytes as stored"):
+        check_survey_limits(survey, Limits(max_survey_bytes=size - 1))
 
 
 def test_own_candidates_over_the_decoder_limit_are_refused_at_creation(tmp_path):

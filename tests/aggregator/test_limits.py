@@ -231,6 +231,15 @@ def test_failed_logins_are_slowed_and_limited(tmp_path):
     assert login(app, TOKEN, address="192.0.2.10").status_code == 302
 
 
+def test_failed_logins_from_one_ipv6_64_count_together(tmp_path):
+    # A guesser with a /64 had 2**64 allowances: each new address, a fresh counter.
+    app, _ = limited_app(tmp_path, LOGIN_LIMIT="2/minute", LOGIN_FAILURE_DELAY=0)
+    assert login(app, "wrong", address="2001:db8:7::1").status_code == 401
+    assert login(app, "wrong", address="2001:db8:7::2").status_code == 401
+    assert_429(login(app, TOKEN, address="2001:db8:7::3"))
+    assert login(app, TOKEN, address="2001:db8:8::1").status_code == 302
+
+
 def test_dashboard_security_headers(client):
     for path in ("/login", "/", "/assets/refresh.js"):
         headers = client.get(path).headers
@@ -259,3 +268,14 @@ def test_the_login_failure_delay_must_be_seconds(bad: str) -> None:
     with pytest.raises(ConfigError, match="^DENIABLE_LOGIN_FAILURE_DELAY: expected seconds"):
         from_env({"DENIABLE_LOGIN_FAILURE_DELAY": bad})
     assert from_env({"DENIABLE_LOGIN_FAILURE_DELAY": "0"})["LOGIN_FAILURE_DELAY"] == 0.0
+
+
+def test_an_ipv6_client_is_counted_by_its_64(tmp_path, report_for):
+    # Each of a /64's addresses had an allowance of its own: a client could take a new one each time.
+    app, survey = limited_app(tmp_path, RATE_LIMIT="2/minute")
+    codes = [post(app, report_for(survey), f"2001:db8:1:2::{n}").status_code for n in (1, 2, 3)]
+    assert codes == [201, 201, 429]
+    assert post(app, report_for(survey), "2001:db8:1:3::1").status_code == 201  # another /64
+    assert post(app, report_for(survey), "192.0.2.7").status_code == 201
+    assert post(app, report_for(survey), "::ffff:192.0.2.7").status_code == 201
+    assert_429(post(app, report_for(survey), "192.0.2.7"))  # the same IPv4 client, either form

@@ -144,11 +144,53 @@ def test_relay_addresses_are_checked() -> None:
     for bad, words in (
         ("relay.example.org", "expected an IP address"),
         (",".join(["10.0.0.1"] * 101), "at most 100"),
+        # A relay's address with a slip of the prefix was taken as its network: here, every
+        # address (each sender to /ohttp then had the relays' allowance).
+        ("203.0.113.7/0", "names the network 0.0.0.0/0"),
+        ("203.0.113.7/24", "names the network 203.0.113.0/24"),
+        ("::/0", "is every address"),
+        ("x" * 5000, "expected an IP address"),
     ):
         with pytest.raises(ConfigError, match="DENIABLE_RELAY_ADDRESSES") as refused:
             from_env({"DENIABLE_RELAY_ADDRESSES": bad})
         assert words in str(refused.value) and "\n" not in str(refused.value)
+        assert len(str(refused.value)) < 200
     with pytest.raises(ConfigError, match="DENIABLE_RELAY_RATE_LIMIT"):
         from_env({"DENIABLE_RELAY_RATE_LIMIT": "lots"})
     with pytest.raises(ConfigError, match="RELAY_ADDRESSES"):
         create_app({"TESTING": True, "RELAY_ADDRESSES": "not an address"})
+
+
+def test_relay_addresses_given_as_a_list_or_as_ipv6_mapped_are_the_relay(
+    tmp_path: Any, report_for: Callable
+) -> None:
+    # A list of texts (create_app's overrides) was kept as texts: every report then failed (500).
+    for given in ([RELAY], f"::ffff:{RELAY}"):  # the mapped form used to match no client
+        app, survey = relay_app(
+            tmp_path / str(len(given)),
+            RATE_LIMIT="1/minute",
+            RELAY_ADDRESSES=given,
+            RELAY_RATE_LIMIT="3/minute",
+        )
+        assert [relayed(app, survey, report_for(survey))[1] for _ in range(4)] == [201] * 3 + [429]
+    with pytest.raises(ConfigError, match="RELAY_ADDRESSES"):
+        create_app({"TESTING": True, "RELAY_ADDRESSES": 7})
+
+
+def test_with_relays_listed_only_a_listed_relay_tags_a_batch(
+    tmp_path: Any, report_for: Callable
+) -> None:
+    """Anyone could post sealed reports to /ohttp with a relay's batch tag and swell the batch
+    (and with it the survey's shuffle n): with DENIABLE_RELAY_ADDRESSES set, only a listed
+    relay's tag counts; every report is accepted either way."""
+    app, survey = relay_app(tmp_path, RELAY_ADDRESSES=RELAY)
+    assert relayed(app, survey, report_for(survey))[1] == 201  # the relay: its batch has 1
+    for _ in range(3):  # someone else, the same tag: accepted, not counted in the batch
+        assert relayed(app, survey, report_for(survey), address="192.0.2.1")[1] == 201
+    with app.app_context():
+        assert get_store().smallest_batch(survey.id) == 1
+    unlisted, survey2 = relay_app(tmp_path / "open")
+    for _ in range(2):  # no relay listed: every sender's tag counts (the documented default)
+        assert relayed(unlisted, survey2, report_for(survey2), address="192.0.2.1")[1] == 201
+    with unlisted.app_context():
+        assert get_store().smallest_batch(survey2.id) == 2

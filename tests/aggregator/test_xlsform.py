@@ -702,3 +702,22 @@ def test_any_cells_import_or_are_refused_in_one_line(kind: str, cells: list[Any]
         Survey.from_dict(import_xlsform(data))
     except XLSFormError as exc:
         assert exc.problems and all("\n" not in problem for problem in exc.problems)
+
+
+def test_survey_import_prints_a_forms_bidi_override_as_a_json_escape(runner, tmp_path):
+    # The document went to the terminal with ensure_ascii=False and nothing escaped: a label's
+    # U+202E reordered the printed lines (the reader refuses C0/C1 controls, not overrides).
+    from deniable.aggregator.cli.core import cli
+
+    form = tmp_path / "form.xlsx"
+    form.write_bytes(
+        workbook_bytes(
+            [["type", "name", "label"], ["select_one yn", "q", "Do you \u202eon?"]],
+            [["list_name", "name", "label"], ["yn", "yes", "Y"], ["yn", "no", "N"]],
+            [["form_id", "form_title", "deniable::epsilon"], ["evil", "T\u202e", 1]],
+        )
+    )
+    result = runner.invoke(cli, ["survey", "import", str(form)])
+    assert result.exit_code == 0, result.output
+    assert "\u202e" not in result.stdout and "\\u202e" in result.stdout
+    assert json.loads(result.stdout)["title"] == "T\u202e"  # the same document

@@ -43,3 +43,45 @@ def test_the_respondents_cli_shows_a_surveys_bidi_override_as_an_escape(tmp_path
     assert result.exit_code == 0, result.output
     assert "\u202e" not in result.output
     assert "Do you \\u202eon?" in result.output
+
+
+def test_a_refused_prompt_answer_shows_the_surveys_labels_as_escapes():
+    # click.prompt prints a refused answer's BadParameter itself, past the CLI's echo: the
+    # labels it lists reached the terminal raw.
+    import click
+    import pytest
+
+    from deniable.client.cli import option_of
+    from deniable.shared import Survey
+
+    survey = Survey.from_dict(
+        {
+            "id": "s",
+            "title": "T",
+            "questions": [
+                {
+                    "id": "q",
+                    "text": "Q?",
+                    "type": "categorical",
+                    "options": ["\u202eA", "B"],
+                    "epsilon": 1,
+                }
+            ],
+        }
+    )
+    with pytest.raises(click.BadParameter) as refused:
+        option_of(survey.questions["q"], "neither")
+    assert "\u202e" not in refused.value.format_message()
+    assert "\\u202eA, B" in refused.value.format_message()
+
+
+def test_json_keeps_its_document_and_shows_what_a_terminal_acts_on_as_json_escapes():
+    import json as json_module
+
+    from deniable.shared.terminal import shown_json
+
+    doc = {"title": "T\u202e", "text": "a\u2066b\U000f0000", "plain": "مرحبا\u200c"}
+    text = shown_json(json_module.dumps(doc, indent=2, ensure_ascii=False))
+    assert json_module.loads(text) == doc  # the same document, astral characters included
+    assert text.isascii() is False and "\u202e" not in text and "\U000f0000" not in text
+    assert "\\u202e" in text and "\\udb80\\udc00" in text and "مرحبا\u200c" in text

@@ -232,6 +232,21 @@ def plan(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--epsilon", "1", "--respondents", "9" * 400),  # was "unexpected OverflowError"
+        ("--epsilon", "1", "--margin", "0.05", "--options", "9" * 400),  # was 400 digits long
+        ("--test", "one-sample", "--share", "0.2", "--epsilon", "1", "--n", "9" * 400),
+    ],
+)
+def test_plan_refuses_a_huge_whole_number_in_one_short_line(args: tuple[str, ...]) -> None:
+    code, out, err = plan(*args)
+    assert (code, out) == (1, "")
+    assert err.startswith("error: ") and "expected" in err and "unexpected" not in err
+    assert err.count("\n") == 1 and len(err) < 200, err
+
+
 def test_plan_test_prints_rr_power_as_json() -> None:
     # The forced design of rr's documentation as a (p*, q*) pair, fractions as typed.
     code, out, _ = plan(

@@ -4,10 +4,12 @@
 
 // A probability's text, the grammar of Python's PROBABILITY_TEXT (deniable.shared.probability).
 const PROBABILITY_TEXT = /^(?:([0-9]{1,18})(?:\.([0-9]{0,18}))?|\.([0-9]{1,18})|([0-9]{1,18})\/([0-9]{1,18}))$/;
+// What may surround it, PROBABILITY_SPACE's ASCII white space (String.trim drops more).
+const PROBABILITY_SPACE = /^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g;
 
 /** An exact probability {num, den} (BigInt) from the resolved form's text ("0.8", "2/3"). */
 export function parseProbability(text) {
-  const m = PROBABILITY_TEXT.exec(String(text).trim());
+  const m = PROBABILITY_TEXT.exec(String(text).replace(PROBABILITY_SPACE, ""));
   if (!m) throw new Error(`not a probability: ${text}`);
   const digits = m[2] ?? m[3] ?? "";
   const [num, den] = m[4] !== undefined

@@ -323,9 +323,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except (DeniableError, sqlite3.Error) as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {shown(str(exc), lines=True)}", err=True)
         sys.exit(1)
     except Exception as exc:  # the last line of defence: no traceback for the user
-        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+        click.echo(
+            f"error: unexpected {type(exc).__name__}: {shown(str(exc), lines=True)}", err=True
+        )
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

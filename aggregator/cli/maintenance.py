@@ -11,6 +11,7 @@ from flask.cli import with_appcontext
 
 from deniable.aggregator import accounts
 from deniable.aggregator.cli.errors import friendly
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.stats.analyze import tally
 from deniable.aggregator.store import recount
 from deniable.aggregator.store.migrate import migrate
@@ -122,7 +123,7 @@ def migrate_store_command(url: str) -> None:
     try:
         copied = migrate(Path(current_app.config["DATA_DIR"]), url, tally)
     except DeniableError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {shown(str(exc), lines=True)}", err=True)
         raise click.exceptions.Exit(1) from None
     for survey, n in copied.surveys.items():
         click.echo(f"{survey}: n={n}; every tally matches the recount and the source")

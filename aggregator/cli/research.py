@@ -12,6 +12,7 @@ import click
 from deniable.aggregator import surveys
 from deniable.aggregator.cli import simulate_http
 from deniable.aggregator.cli.shuffle import SHUFFLE_OPTIONS, plan_shuffle, shuffle_options
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.params import ParamError, parse_confidence
 from deniable.aggregator.refusals import ActionError
 from deniable.aggregator.stats import planning, power, series_planning, simulate
@@ -20,7 +21,7 @@ from deniable.shared.errors import DeniableError
 
 def _fail(message: str) -> NoReturn:
     """One line on stderr, exit status 1."""
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {shown(str(message), lines=True)}", err=True)
     sys.exit(1)
 
 

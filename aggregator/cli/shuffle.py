@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from deniable.aggregator.cli.terminal import shown
 from deniable.aggregator.stats import shuffle
 
 #: The `plan --shuffle` options' parameter names (--n and --json are plan's own).
@@ -54,7 +55,7 @@ def plan_shuffle(
     try:
         epsilon = shuffle.central_epsilon(n, epsilon_0, delta)
     except shuffle.ShuffleError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {shown(str(exc), lines=True)}", err=True)
         sys.exit(1)
     if as_json:
         click.echo(json.dumps({"epsilon": epsilon}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from deniable.client.cli import cli
@@ -85,3 +86,18 @@ def test_json_keeps_its_document_and_shows_what_a_terminal_acts_on_as_json_escap
     assert json_module.loads(text) == doc  # the same document, astral characters included
     assert text.isascii() is False and "\u202e" not in text and "\U000f0000" not in text
     assert "\\u202e" in text and "\\udb80\\udc00" in text and "مرحبا\u200c" in text
+
+
+def test_the_operators_cli_shows_an_unexpected_errors_words_as_escapes(monkeypatch, capsys):
+    """The last line of defence in `deniable-aggregator` escapes what it prints too."""
+    from deniable.aggregator.cli import core
+
+    def hostile(*args, **kwargs):
+        raise RuntimeError("bad \u202eword\x1b[2J")
+
+    monkeypatch.setattr(core.cli, "main", hostile)
+    with pytest.raises(SystemExit):
+        core.main(["--help"])
+    err = capsys.readouterr().err
+    assert "\u202e" not in err and "\x1b" not in err
+    assert "bad \\u202eword\\u001b[2J" in err

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from deniable.aggregator.forms.workbook import (
-    _ROW_LIMITS,
-    EMPTY_RUN,
     MAX_COLUMNS,
-    MAX_SETTINGS_ROWS,
     REFUSED_SHEETS,
     SHEETS,
     Book,
     Sheet,
     XLSFormError,
-    _too_many_rows,
+    gathered,
 )
 from deniable.aggregator.forms.xmlguard import MAX_CELL_CHARS
 
@@ -194,30 +192,17 @@ def _read_sheet(book: Any, worksheet: Any, name: str) -> Sheet:
         headers = get_excel_column_headers(texts)
     except PyXFormError as exc:
         raise XLSFormError(f"{name} sheet: {_one_line(str(exc))}") from None
-    limit = _ROW_LIMITS.get(name, MAX_SETTINGS_ROWS)
-    sheet = Sheet(name, [h for h in headers if h is not None])
-    filled = empty_run = 0
-    for index in range(1, worksheet.nrows):
-        number = index + 1
-        cells = worksheet.row(index)
-        row: dict[str, str] = {}
-        for header, cell in zip(headers, cells, strict=False):
-            if header is None:
-                continue
-            text = _cell_text(book, name, cell, number, header)
-            if text is not None:
-                row[header] = text
-        if not row:
-            empty_run += 1
-            if empty_run > EMPTY_RUN:
-                break
-            sheet.rows.append(row)
-            continue
-        empty_run = 0
-        filled += 1
-        if filled > limit:
-            raise _too_many_rows(name, number, limit)
-        sheet.rows.append(row)
-    while sheet.rows and not sheet.rows[-1]:
-        sheet.rows.pop()
-    return sheet
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        for index in range(1, worksheet.nrows):
+            number = index + 1
+            row: dict[str, str] = {}
+            for header, cell in zip(headers, worksheet.row(index), strict=False):
+                if header is None:
+                    continue
+                text = _cell_text(book, name, cell, number, header)
+                if text is not None:
+                    row[header] = text
+            yield number, row
+
+    return gathered(name, headers, rows())

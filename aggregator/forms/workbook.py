@@ -17,6 +17,7 @@ import io
 import re
 import zipfile
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,11 +302,12 @@ def _read_sheet(worksheet: Any, name: str) -> Sheet:
         headers = get_excel_column_headers(texts)
     except PyXFormError as exc:
         raise XLSFormError(f"{name} sheet: {_one_line(str(exc))}") from None
-    limit = _ROW_LIMITS.get(name, MAX_SETTINGS_ROWS)
-    sheet = Sheet(name, [h for h in headers if h is not None])
-    filled = 0
-    empty_run = 0
-    for number, cells in enumerate(rows_iter, start=2):
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        for number, cells in enumerate(rows_iter, start=2):
+            yield number, cleaned(number, cells)
+
+    def cleaned(number: int, cells: Any) -> dict[str, str]:
         row: dict[str, str] = {}
         for column, (header, cell) in enumerate(zip(headers, cells, strict=False), start=1):
             value = cell.value
@@ -318,6 +320,21 @@ def _read_sheet(worksheet: Any, name: str) -> Sheet:
                 if len(value) > MAX_CELL_CHARS:  # again, before pyxform sees it
                     raise _too_long(name, number, column, header, len(value))
             row[header] = xlsx_value_to_str(value)
+        return row
+
+    return gathered(name, headers, rows())
+
+
+def gathered(
+    name: str, headers: Sequence[str | None], rows: Iterable[tuple[int, dict[str, str]]]
+) -> Sheet:
+    """A sheet of its (row number, cells) as pyxform reads them, .xlsx and .xls alike: it ends
+    after EMPTY_RUN empty rows, refuses more filled rows than the sheet's limit (before reading
+    the rest) and drops the empty rows at its end."""
+    limit = _ROW_LIMITS.get(name, MAX_SETTINGS_ROWS)
+    sheet = Sheet(name, [h for h in headers if h is not None])
+    filled = empty_run = 0
+    for number, row in rows:
         if not row:
             empty_run += 1
             if empty_run > EMPTY_RUN:

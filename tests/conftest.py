@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from tests.postgres_support import PostgresCluster, PostgresUnavailable
 from tests.redis_support import RedisServer, RedisUnavailable
@@ -32,19 +32,64 @@ if TYPE_CHECKING:
 
 # Property tests draw the same examples on every run and machine: a failure is reproducible,
 # and the suite never passes or fails by the luck of the draw.
-settings.register_profile("deniable", derandomize=True, print_blob=True)
+# No deadline and no too_slow health check: both are timings, and a loaded machine trips them.
+settings.register_profile(
+    "deniable",
+    derandomize=True,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile("deniable")
 
 BIN = Path(sys.executable).parent
 AGGREGATOR = BIN / "deniable-aggregator"
 STARTUP_SECONDS = 30
+#: How long a test waits for one answer before calling the server hung: a guard against hangs,
+#: not a speed check (the worst analyses take seconds alone, much longer on a loaded machine).
+REQUEST_SECONDS = 300
+
+
+#: Where free_port looks when the kernel's ephemeral range leaves no room below it.
+PORTS_LOW, PORTS_HIGH = 10_000, 65_536
+
+
+def _port_block() -> range:
+    """This test process's own ports: below the kernel's ephemeral range (where bind(0) and
+    every outgoing connection take theirs), split into one block per xdist worker."""
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        ephemeral = int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32_768  # Linux's default
+    high = ephemeral if ephemeral - PORTS_LOW >= 4_096 else PORTS_HIGH
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    index = int(worker) % workers if worker.isdigit() else 0
+    size = (high - PORTS_LOW) // workers
+    return range(PORTS_LOW + index * size, PORTS_LOW + (index + 1) * size)
+
+
+_PORTS = _port_block()
+#: Ports are handed out in turn, from an offset of this process's own (two runs at once on one
+#: machine start apart).
+_NEXT_PORT = itertools.count(os.getpid())
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port nothing listens on right now, that no other test process here is handed and
+    the kernel gives no socket of its own: a server started on it after this call finds it
+    free (with bind(0) another worker's probe, or an outgoing connection, could take it
+    between the probe and the server's bind)."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[next(_NEXT_PORT) % len(_PORTS)]
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use (or in TIME_WAIT): the next one
+            return port
+    raise RuntimeError(f"no free port in {_PORTS.start}-{_PORTS.stop - 1}")
 
 
 class LiveServer:
@@ -95,10 +140,10 @@ class LiveServer:
                 err = self.process.stderr.read().decode() if self.process.stderr else ""
                 raise RuntimeError(f"the aggregator exited with {self.process.returncode}: {err}")
             try:
-                if requests.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if requests.get(f"{self.url}/healthz", timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or slow to answer its first request under load
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"the aggregator did not answer /healthz within {STARTUP_SECONDS} s")
@@ -142,14 +187,16 @@ class LiveServer:
         if fresh:
             doc = {**doc, "id": self.new_survey_id(doc["id"])}
         response = requests.post(
-            f"{self.url}/api/v1/surveys", json=doc, headers=self.headers, timeout=10
+            f"{self.url}/api/v1/surveys", json=doc, headers=self.headers, timeout=REQUEST_SECONDS
         )
         assert response.status_code in (200, 201), response.text
         return response.json()
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         """GET a path as the researcher."""
-        return requests.get(f"{self.url}{path}", headers=self.headers, timeout=30, **kwargs)
+        return requests.get(
+            f"{self.url}{path}", headers=self.headers, timeout=REQUEST_SECONDS, **kwargs
+        )
 
     def results(self, survey_id: str) -> dict[str, Any]:
         """The results JSON of a survey."""

@@ -4,6 +4,7 @@ gateway to see exactly what the relay forwards."""
 from __future__ import annotations
 
 import http.client
+import socket
 import subprocess
 import threading
 import time
@@ -16,6 +17,9 @@ import requests
 from tests.conftest import BIN, free_port
 
 RELAY = BIN / "deniable-relay"
+#: The longest a gated gateway holds a request (a test sets the gate long before; this only
+#: ends a failed test's wait).
+GATE_SECONDS = 60
 
 
 class RelayProcess:
@@ -55,10 +59,10 @@ class RelayProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"deniable-relay exited: {self.process.stderr.read()}")  # type: ignore[union-attr]
             try:
-                if requests.get(f"{self.url}healthz", timeout=1).status_code == 200:
+                if requests.get(f"{self.url}healthz", timeout=5).status_code == 200:
                     return
-            except requests.ConnectionError:
-                time.sleep(0.05)
+            except (requests.ConnectionError, requests.Timeout):
+                time.sleep(0.05)  # not listening yet, or slow to answer under load
         self.stop()
         raise RuntimeError("deniable-relay did not start")
 
@@ -83,9 +87,13 @@ class Recorded:
         self.lock = threading.Lock()
 
 
-def recording_gateway(delay: float = 0.0) -> tuple[ThreadingHTTPServer, Recorded]:
+def recording_gateway(
+    delay: float = 0.0, gate: threading.Event | None = None
+) -> tuple[ThreadingHTTPServer, Recorded]:
     """A real HTTP server on a free port that records every POST and answers 200 with the body
-    echoed as message/ohttp-res (so each sender can tell its answer), `delay` seconds later."""
+    echoed as message/ohttp-res (so each sender can tell its answer), `delay` seconds later;
+    with a `gate`, not before the test sets it (what it holds stays held however slow the
+    machine: no timing to win)."""
     seen = Recorded()
 
     class Handler(BaseHTTPRequestHandler):
@@ -98,6 +106,8 @@ def recording_gateway(delay: float = 0.0) -> tuple[ThreadingHTTPServer, Recorded
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with seen.lock:
                 seen.requests.append((self.path, dict(self.headers.items()), body))
+            if gate is not None:
+                gate.wait(GATE_SECONDS)
             time.sleep(delay)
             self.send_response(200)
             self.send_header("Content-Type", "message/ohttp-res")
@@ -111,11 +121,14 @@ def recording_gateway(delay: float = 0.0) -> tuple[ThreadingHTTPServer, Recorded
     return server, seen
 
 
-def slow_gateway(upstream: str, delay: float, *, tamper: bool = False) -> ThreadingHTTPServer:
+def slow_gateway(
+    upstream: str, delay: float, *, tamper: bool = False, gate: threading.Event | None = None
+) -> ThreadingHTTPServer:
     """A real HTTP server on a free port that passes each POST on to `upstream` (its body, type
-    and batch tag) and answers with upstream's answer `delay` seconds later: a slow gateway.
-    With `tamper`, one bit of each body's last byte (the ciphertext's tag) is flipped on the
-    way: a relay, or a network, that changes what it carries."""
+    and batch tag) and answers with upstream's answer `delay` seconds later: a slow gateway;
+    with a `gate`, not before the test sets it. With `tamper`, one bit of each body's last byte
+    (the ciphertext's tag) is flipped on the way: a relay, or a network, that changes what it
+    carries."""
     parts = urlsplit(upstream)
 
     class Handler(BaseHTTPRequestHandler):
@@ -128,6 +141,8 @@ def slow_gateway(upstream: str, delay: float, *, tamper: bool = False) -> Thread
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if tamper and body:
                 body = body[:-1] + bytes([body[-1] ^ 1])
+            if gate is not None:
+                gate.wait(GATE_SECONDS)
             time.sleep(delay)
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
             headers = {"Content-Type": self.headers["Content-Type"]}
@@ -147,3 +162,30 @@ def slow_gateway(upstream: str, delay: float, *, tamper: bool = False) -> Thread
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def relay_is_full(url: str) -> bool:
+    """Whether the relay at `url` refuses one more request now (503: its queue is full). Asked
+    with a request head whose body never follows: a relay with room admits it, waits for the
+    body, and drops it unread when the probe hangs up, so the probe itself queues nothing."""
+    parts = urlsplit(url)
+    head = (
+        f"POST {parts.path or '/'} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        "Content-Type: message/ohttp-req\r\nContent-Length: 1\r\n\r\n"
+    ).encode("ascii")
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as probe:
+        probe.sendall(head)
+        probe.settimeout(0.5)  # a full relay answers at once; one with room waits for the body
+        try:
+            return probe.recv(64).startswith(b"HTTP/1.1 503")
+        except TimeoutError:
+            return False
+
+
+def wait_until_full(url: str, seconds: float = 30) -> None:
+    """Wait until the relay at `url` holds as many requests as its queue takes (a condition,
+    not a guess at how long the senders take to get there)."""
+    deadline = time.monotonic() + seconds
+    while not relay_is_full(url):
+        assert time.monotonic() < deadline, f"the relay's queue did not fill within {seconds} s"
+        time.sleep(0.05)

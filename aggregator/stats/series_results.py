@@ -7,6 +7,7 @@ A read-only mapping of the JSON document `{"series", "confidence", "waves": [{"w
 - `to_dict()`: a plain, mutable copy of the JSON, exactly what the HTTP API answers;
 - `to_csv()`: one row per wave estimate, change and trend, in SERIES_CSV_COLUMNS;
 - `summary()`: the table `deniable-aggregator series results` prints;
+- `shown_changes()`: the changes as tables show them (`shown_change`);
 - `series`, `confidence`, `waves` (wave number -> SurveyResults), `changes`, `trend`, and
   `change(question, option, from_wave, to_wave)` between any two waves.
 """
@@ -16,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from deniable.aggregator.stats.results import JSONArray, Results, SurveyResults, _cell
+from deniable.aggregator.stats.results import (
+    JSONArray,
+    Results,
+    SurveyResults,
+    _cell,
+    shown_row,
+)
 
 #: The series CSV: `kind` is wave (a wave's estimate; from_wave = to_wave = the wave), change
 #: (to_wave's estimate minus from_wave's) or trend (the OLS slope per wave from from_wave to
@@ -72,6 +79,10 @@ class SeriesResults(Results):
 
         return change_between(self, question, option, from_wave, to_wave)
 
+    def shown_changes(self) -> list[dict[str, Any]]:
+        """The changes as the dashboard and `summary()` show them (`shown_change`)."""
+        return [shown_change(c) for c in self["changes"]]
+
     def _csv_rows(self) -> Iterator[list[Any]]:
         followed = {(c["question"], c["option"]) for c in self["changes"]}
         for w in self["waves"]:
@@ -104,13 +115,15 @@ class SeriesResults(Results):
                 f"  wave {w['wave']}: survey {w['survey']}, n {w['results'].get('n', '-')}"
             )
         trends = {(t["question"], t["option"]): t for t in self["trend"]}
+        changes = self.shown_changes()
         for (qid, option), t in trends.items():
             lines.append(f"{qid} = {option}")
-            for c in self["changes"]:
+            for c in changes:
                 if (c["question"], c["option"]) == (qid, option):
+                    mark = {"below": "<", "above": ">"}.get(c["clipped"] or "", " ")
                     lines.append(
                         f"  change {c['from_wave']} -> {c['to_wave']}: "
-                        f"{_cell(c['estimate']):>7} ({_cell(c['stderr'])})  "
+                        f"{_cell(c['estimate']):>7}{mark}({_cell(c['stderr'])})  "
                         f"[{_cell(c['ci_low'])}, {_cell(c['ci_high'])}]"
                     )
             lines.append(
@@ -119,6 +132,11 @@ class SeriesResults(Results):
             )
         if not trends:
             lines.append("no question is asked in two or more waves")
+        if any(c["clipped"] for c in changes):
+            lines.append(
+                "  < > the unbiased change fell beyond its range (±1 for a share) by chance: "
+                "shown at the interval's end (--json has it as computed)"
+            )
         return "\n".join(lines)
 
 
@@ -133,3 +151,16 @@ def _cells(row: Mapping[str, Any], first: int | None, last: int | None) -> list[
         row["ci_low"],
         row["ci_high"],
     ]
+
+
+def shown_change(change: Mapping[str, Any]) -> dict[str, Any]:
+    """A change as tables show it (docs/researchers.md, "Reading the results"): one beyond
+    its range by chance (±1 for a share; its interval is clipped there, the JSON keeps the
+    estimate as computed) at the interval's end, `clipped` saying which side. Only a clipped
+    end lies at the range, so the range is the interval's larger end whenever the estimate is
+    beyond it."""
+    if change["estimate"] is None or change["stderr"] is None:
+        return {**change, "clipped": None}
+    limit = max(abs(change["ci_low"]), abs(change["ci_high"]))
+    shown = shown_row(change, 0, -limit, limit)
+    return {**change, **{key: shown[key] for key in ("estimate", "ci_low", "ci_high", "clipped")}}

@@ -245,8 +245,9 @@ def change_entry(
     return entry | {
         "estimate": float(d),
         "stderr": _num(se),
-        "ci_low": float(max(low, -limit)),
-        "ci_high": float(min(high, limit)),
+        # Both ends within ±limit (a zero stderr beyond the range would give low > high).
+        "ci_low": float(min(max(low, -limit), limit)),
+        "ci_high": float(max(min(high, limit), -limit)),
     }
 
 

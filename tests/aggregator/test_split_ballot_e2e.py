@@ -315,10 +315,13 @@ def test_the_arm_is_a_regression_covariate_and_breakdowns_use_the_randomized_arm
     live_server: Any, published: Survey
 ) -> None:
     # 80% admit it under randomized response, a third when asked directly: arm effect on the
-    # log-odds log(1/2) - log(4) = -2.08, its standard error about 0.3 with 600 reports.
+    # log-odds log(1/2) - log(4) = -2.08, its standard error about 0.2 with 1,200 reports.
+    # The randomized arm's noisy share of yes (0.639) must stay below p* = 0.731, where the
+    # fit has no finite maximum: with 300 randomized reports it reached p* about once in
+    # 10,000 runs (3.6 sd); with 600 it is 5.1 sd away (9e-8).
     sent = {"direct": 0, "randomized": 0}
     batch = []
-    for i in range(600):
+    for i in range(1200):
         arm = "direct" if i % 2 else "randomized"
         yes = i % 3 == 0 if arm == "direct" else i % 5 != 0
         arms = {"cheated": arm, "drinks": "randomized", "party": "randomized"}
@@ -341,7 +344,7 @@ def test_the_arm_is_a_regression_covariate_and_breakdowns_use_the_randomized_arm
     )
     assert response.status_code == 200, response.text
     fit = response.json()
-    assert fit["n"] == 600 and fit["converged"], fit
+    assert fit["n"] == 1200 and fit["converged"], fit
     terms = {row["term"]: row for row in fit["coefficients"]}
     assert set(terms) == {"Intercept", "region[T.S]", "cheated_arm"}
     arm = terms["cheated_arm"]

@@ -17,7 +17,7 @@ from deniable.aggregator.ingest import ingest
 from deniable.aggregator.store import Store
 from deniable.aggregator.surveys import create_survey
 from deniable.aggregator.web.statuses import report_status
-from deniable.shared import Survey, SurveyError, make_report, sign_report
+from deniable.shared import Survey, SurveyError, build_report, make_report, sign_report
 from deniable.shared.signing import generate_key
 
 TEXT_DOC: dict[str, Any] = {
@@ -58,6 +58,17 @@ CITIES = {"lagos": 0.5, "kano": 0.3, "abuja": 0.15, "jos": 0.05}
 def answers(rng: random.Random) -> dict[str, str]:
     city = rng.choices(list(CITIES), weights=list(CITIES.values()))[0]
     return {"city": city.title(), "app": rng.choice(["mail", "chat"]), "drug": "cannabis"}
+
+
+def seeded_report(survey: Survey, truth: dict[str, Any], coins: random.Random) -> dict[str, Any]:
+    """A signed report of `truth` randomized with bytes from a seeded generator in place of the
+    device's secure source (docs/randomness.md): the same noisy answers on every run, so an
+    estimate checked against the truth cannot fail by the luck of the coins."""
+    noisy = {
+        qid: survey.questions[qid].randomize(value, random_bytes=coins.randbytes)
+        for qid, value in truth.items()
+    }
+    return build_report(survey, noisy, generate_key())
 
 
 @pytest.fixture
@@ -119,11 +130,14 @@ def test_rappor_selects_among_more_candidates_than_its_bits_resolve(store: Store
     doc["questions"][2]["candidates"] = words
     record, _ = create_survey(store, doc, who=OPERATOR)
     survey = Survey.from_dict(record.resolved)
-    rng = random.Random(9)
+    # Seeded coins: with the secure ones, alcohol's lead over the best other word (0.23 on
+    # average) fell below 0.08 in 20 of 20,000 simulated runs, a tail that reaches a swap of
+    # the top two about once in 10^5 runs on each store.
+    rng, coins = random.Random(9), random.Random(3)
     truth = {"city": "lagos", "app": "mail"}
     reports = [
-        make_report(survey, {**truth, "drug": "cannabis" if rng.random() < 0.7 else "alcohol"},
-                    generate_key())
+        seeded_report(survey, {**truth, "drug": "cannabis" if rng.random() < 0.7 else "alcohol"},
+                      coins)
         for _ in range(3000)
     ]  # fmt: skip
     assert {o.result for o in ingest(store, reports)} == {"accepted"}
@@ -142,8 +156,10 @@ def test_reports_fill_the_sketches_and_the_results_rank_the_candidates(
 ) -> None:
     from deniable.aggregator.surveys import results
 
-    rng = random.Random(5)
-    reports = [make_report(cities, answers(rng), generate_key()) for _ in range(3000)]
+    # Seeded coins: with the secure ones five rows checked at 5 standard errors and kano's
+    # lead over abuja (4.7 sd) failed about 3 times in 10^6 runs, on each store.
+    rng, coins = random.Random(5), random.Random(3)
+    reports = [seeded_report(cities, answers(rng), coins) for _ in range(3000)]
     assert {o.result for o in ingest(store, reports)} == {"accepted"}
     doc = results(store, "cities", who=OPERATOR)
     city = doc["questions"][0]

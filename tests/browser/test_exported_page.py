@@ -92,13 +92,15 @@ def answer(page: Any) -> None:
     page.locator("button[type=submit]").click()
 
 
-def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """Whether `condition` holds within `seconds` (polled)."""
+def eventually(page: Any, condition: Callable[[], bool], seconds: float = 15.0) -> bool:
+    """Whether `condition` holds within `seconds`, polled while the page runs: waiting with
+    Playwright, not time.sleep, so the events `condition` reads (console messages, requests)
+    are delivered meanwhile (the sync API hands them over only inside its own calls)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if condition():
             return True
-        time.sleep(0.1)
+        page.wait_for_timeout(100)
     return condition()
 
 
@@ -153,7 +155,7 @@ def test_a_tampered_module_is_blocked_by_its_integrity(
     posts, console = watch(page)
     page.goto(f"{host.url}/site/")
     expect(page.locator("h1")).to_have_text("Answering on a hosted page")
-    assert eventually(lambda: any("integrity" in text for text in console)), console
+    assert eventually(page, lambda: any("integrity" in text for text in console)), console
     page.locator('input[name="smokes"][value="yes"]').check()
     expect(page.locator("button[type=submit]")).to_be_disabled()  # no module ran to enable it
     page.wait_for_timeout(500)
@@ -171,5 +173,5 @@ def test_an_aggregator_that_does_not_list_the_origin_is_refused_and_the_report_w
     expect(page.locator("button[type=submit]")).to_be_enabled()  # the pinned survey answers
     answer(page)
     expect(page.locator("#receipt-status")).to_contain_text("waiting to be sent")
-    assert eventually(lambda: any("CORS" in text for text in console)), console
+    assert eventually(page, lambda: any("CORS" in text for text in console)), console
     assert reports(closed) == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from test_offline_page import answer_offline, first_visit
 from test_respondent_page import DOC, fill_and_send
 from test_shared_device import SHARED, stored_reports
 
-from tests.relay_support import RelayProcess, slow_gateway
+from tests.relay_support import RelayProcess, slow_gateway, wait_until_full
 
 VECTORS = json.loads((Path(__file__).parents[1] / "conformance" / "ohttp.json").read_text())
 
@@ -146,10 +145,11 @@ def test_the_offline_outbox_goes_through_the_relay(
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_a_full_relay_makes_the_page_wait_and_send_again(live_server: Any, page: Any) -> None:
-    """A relay holding one request at most, in front of a slow gateway (3 s a request): while
-    another request fills it, the page's report is answered 503 with Retry-After; the page keeps
-    it, sends it again when told, and it is counted once."""
-    slow = slow_gateway(f"{live_server.url}/ohttp", delay=3.0)
+    """A relay holding one request at most, in front of a gateway that holds what it gets until
+    the test lets it go: while another request fills it, the page's report is answered 503 with
+    Retry-After; the page keeps it, sends it again when told, and it is counted once."""
+    gate = threading.Event()
+    slow = slow_gateway(f"{live_server.url}/ohttp", delay=0.0, gate=gate)
     relay = RelayProcess(
         f"http://127.0.0.1:{slow.server_address[1]}/ohttp", batch=1, max_delay=1, queue_limit=1
     )
@@ -166,21 +166,23 @@ def test_a_full_relay_makes_the_page_wait_and_send_again(live_server: Any, page:
         )
         page.goto(f"{live_server.url}/s/{sid}")
         expect(page.locator("button[type=submit]")).to_be_enabled()
-        filler = threading.Thread(  # any bytes: the gateway refuses them, 3 s later
+        filler = threading.Thread(  # any bytes: the gateway refuses them, once let go
             target=lambda: requests.post(
                 relay.url,
                 data=b"fills the queue",
                 headers={"Content-Type": "message/ohttp-req"},
-                timeout=30,
+                timeout=60,
             )
         )
         filler.start()
-        time.sleep(0.3)
+        wait_until_full(relay.url)  # the filler is in, held at the gateway
         fill_and_send(page)
-        expect(page.locator("#receipt-status")).to_contain_text("waiting", timeout=5_000)
+        expect(page.locator("#receipt-status")).to_contain_text("waiting")  # full till let go
+        gate.set()
         expect(page.locator("#receipt-status")).to_contain_text("accepted", timeout=30_000)
         filler.join(30)
     finally:
+        gate.set()
         relay.stop()
         slow.shutdown()
         slow.server_close()

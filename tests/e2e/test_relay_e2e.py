@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +21,7 @@ from deniable.client import Client
 from deniable.shared import ohttp
 from deniable.shared.survey import Survey
 from tests.conftest import BIN, free_port
-from tests.relay_support import RelayProcess, slow_gateway
+from tests.relay_support import RelayProcess, slow_gateway, wait_until_full
 
 DOC = {
     "id": "anon",
@@ -136,9 +137,11 @@ def test_the_outbox_waits_for_the_relay_and_sends_through_it(
 def test_a_relay_at_its_queue_limit_answers_503_and_nothing_is_lost(
     live_server: Any, tmp_path: Path
 ) -> None:
-    """A slow gateway (1 s a request): a batch of 2 is being sent, so the queue of 2 is full
-    and a third respondent hears 503; their client keeps the report and sends it when told."""
-    slow = slow_gateway(f"{live_server.url}/ohttp", delay=1.0)
+    """A gateway that holds what it gets until the test lets it go: two respondents' reports
+    fill the queue of 2 (a batch being sent, or one sent and one waiting), so a third hears
+    503; their client keeps the report and sends it when told."""
+    gate = threading.Event()
+    slow = slow_gateway(f"{live_server.url}/ohttp", delay=0.0, gate=gate)
     relay = RelayProcess(
         f"http://127.0.0.1:{slow.server_address[1]}/ohttp", batch=2, max_delay=1, queue_limit=2
     )
@@ -146,15 +149,17 @@ def test_a_relay_at_its_queue_limit_answers_503_and_nothing_is_lost(
         sid = live_server.create_survey({**DOC, "relay": relay.url}, fresh=True)["survey"]["id"]
         with ThreadPoolExecutor(2) as pool:
             first = [pool.submit(answer, live_server, tmp_path / f"c{i}", sid) for i in range(2)]
-            time.sleep(0.5)  # both are in the relay, being sent one after the other
+            wait_until_full(relay.url)  # both are in the relay, held at the gateway
             with Client(live_server.url, tmp_path / "late") as late:
                 refused = late.answer(sid, ANSWERS)
                 assert refused.status == "queued" and "503" in (refused.reason or "")
+                gate.set()
                 assert [f.result(timeout=60) for f in first] == ["accepted"] * 2
                 time.sleep(1.2)  # the Retry-After: the relay's delay
                 (sent,) = late.sync()
                 assert sent.status == "accepted" and sent.report_id == refused.report_id
     finally:
+        gate.set()
         relay.stop()
         slow.shutdown()
         slow.server_close()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.relay_support import Recorded, RelayProcess, recording_gateway
+from tests.relay_support import Recorded, RelayProcess, recording_gateway, wait_until_full
 
 #: What the relay may send beside the body: HTTP's framing, the content type, the batch tag.
 ALLOWED = {"host", "content-type", "content-length", "deniable-batch"}
@@ -121,22 +121,26 @@ def test_the_order_is_uniformly_shuffled(gateway: Any) -> None:
 
 
 def test_a_full_queue_answers_503_with_retry_after_and_loses_nothing() -> None:
-    """A slow gateway: one batch of 2 is being sent, 2 more wait; the queue (4) is full."""
-    server, seen = recording_gateway(delay=1.0)
+    """A gateway that holds what it gets: one batch of 2 is being sent, 2 more wait; the queue
+    (4) is full."""
+    gate = threading.Event()
+    server, seen = recording_gateway(gate=gate)
     relay = RelayProcess(
         f"http://127.0.0.1:{server.server_address[1]}/ohttp", batch=2, max_delay=30, queue_limit=4
     )
     try:
         held = in_parallel_background(relay.url, [f"held-{i}".encode() for i in range(4)])
-        time.sleep(0.6)
+        wait_until_full(relay.url)  # all four in: two at the gateway, two waiting their turn
         refused = post(relay.url, b"one-more")
         assert refused.status_code == 503
         assert int(refused.headers["Retry-After"]) >= 1
         assert refused.headers["Content-Type"].startswith("text/plain")  # the client keeps it
+        gate.set()
         answers = held()
         again = in_parallel(relay.url, [b"one-more", b"and-its-pair"])  # sent again when told
         assert [a.status_code for a in answers + again] == [200] * 6
     finally:
+        gate.set()
         relay.stop()
         server.shutdown()
         server.server_close()
@@ -158,17 +162,42 @@ def in_parallel_background(url: str, bodies: list[bytes]) -> Any:
     return wait
 
 
-def test_stopping_sends_what_is_held(gateway: Any) -> None:
-    url, seen = gateway
-    relay = RelayProcess(url, batch=50, max_delay=120)
-    answers: list[Any] = []
-    thread = threading.Thread(target=lambda: answers.append(post(relay.url, b"last")))
-    thread.start()
-    time.sleep(0.5)
-    relay.stop()  # SIGTERM: the held request is sent and answered before the relay exits
-    thread.join(30)
-    assert [body for _, _, body in seen.requests] == [b"last"]
-    assert answers and answers[0].status_code == 200
+def wait_for_requests(seen: Recorded, count: int, seconds: float = 30) -> None:
+    """Wait until the gateway has received `count` requests."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with seen.lock:
+            if len(seen.requests) >= count:
+                return
+        assert time.monotonic() < deadline, f"the gateway got fewer than {count} requests"
+        time.sleep(0.02)
+
+
+def test_stopping_sends_what_is_held() -> None:
+    """SIGTERM while a request is held (its batch not full, its delay far off): the relay sends
+    it and answers its sender before it exits. That it is held, not still on its way, is
+    known: with a batch of 2 at the gateway it fills the queue (3)."""
+    gate = threading.Event()
+    server, seen = recording_gateway(gate=gate)
+    url = f"http://127.0.0.1:{server.server_address[1]}/ohttp"
+    relay = RelayProcess(url, batch=2, max_delay=120, queue_limit=3)
+    try:
+        first = in_parallel_background(relay.url, [b"a", b"b"])
+        wait_for_requests(seen, 2)  # a and b are the batch at the gateway
+        last = in_parallel_background(relay.url, [b"last"])
+        wait_until_full(relay.url)  # "last" is in the queue, alone in its batch
+        gate.set()
+        assert [a.status_code for a in first()] == [200, 200]
+        relay.stop()  # SIGTERM: the held request is sent and answered before the relay exits
+        answers = last()
+    finally:
+        gate.set()
+        relay.stop()
+        server.shutdown()
+        server.server_close()
+    bodies = [body for _, _, body in seen.requests]
+    assert sorted(bodies[:2]) == [b"a", b"b"] and bodies[2:] == [b"last"]
+    assert len(answers) == 1 and answers[0].status_code == 200 and answers[0].content == b"last"
 
 
 def test_refusals_are_plain_text_and_cors_lets_pages_post(gateway: Any) -> None:

@@ -177,7 +177,7 @@ def _followed_charts(doc: Any, level: float) -> list[dict[str, Any]]:
                 "chart": series_chart(points, level, title, scale or scale_of({})),
                 "points": points,
                 "changes": [
-                    c for c in doc.changes if (c["question"], c["option"]) == (qid, option)
+                    c for c in doc.shown_changes() if (c["question"], c["option"]) == (qid, option)
                 ],
                 "trend": trend,
             }

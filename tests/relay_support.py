@@ -8,6 +8,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -162,6 +164,23 @@ def slow_gateway(
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+@contextmanager
+def held_relay(upstream: str, **options: Any) -> Iterator[tuple[RelayProcess, threading.Event]]:
+    """A relay (RelayProcess `options`) in front of a gateway to `upstream` that holds each
+    request until the test sets the gate: a full queue stays full however slow the machine.
+    Everything is let go and stopped on the way out."""
+    gate = threading.Event()
+    slow = slow_gateway(upstream, delay=0.0, gate=gate)
+    relay = RelayProcess(f"http://127.0.0.1:{slow.server_address[1]}/ohttp", **options)
+    try:
+        yield relay, gate
+    finally:
+        gate.set()
+        relay.stop()
+        slow.shutdown()
+        slow.server_close()
 
 
 def relay_is_full(url: str) -> bool:

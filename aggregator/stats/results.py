@@ -163,6 +163,10 @@ def _within(value: float | None, low: float, high: float) -> float | None:
     return None if value is None else min(max(float(value), low), high)
 
 
+#: What a table prints beside an estimate shown at its interval's end (`shown_row`'s `clipped`).
+CLIPPED_MARKS = {"below": "<", "above": ">"}
+
+
 def shown_row(
     row: Mapping[str, Any], n: int, low: float = 0.0, high: float = 1.0
 ) -> dict[str, Any]:
@@ -400,7 +404,7 @@ class QuestionResults(Results):
         clipped = set()
         for o in q.shown():
             interval = "-" if o["ci_low"] is None else f"[{o['ci_low']:.3f}, {o['ci_high']:.3f}]"
-            mark = {"below": "<", "above": ">"}.get(o["clipped"] or "", " ")
+            mark = CLIPPED_MARKS.get(o["clipped"] or "", " ")
             clipped.add(o["clipped"])
             lines.append(
                 f"  {o['option']:<{width}}  {_cell(o['share']):>6}  {_cell(o['estimate']):>8}"

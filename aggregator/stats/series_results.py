@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from deniable.aggregator.stats.results import (
+    CLIPPED_MARKS,
     JSONArray,
     Results,
     SurveyResults,
@@ -120,7 +121,7 @@ class SeriesResults(Results):
             lines.append(f"{qid} = {option}")
             for c in changes:
                 if (c["question"], c["option"]) == (qid, option):
-                    mark = {"below": "<", "above": ">"}.get(c["clipped"] or "", " ")
+                    mark = CLIPPED_MARKS.get(c["clipped"] or "", " ")
                     lines.append(
                         f"  change {c['from_wave']} -> {c['to_wave']}: "
                         f"{_cell(c['estimate']):>7}{mark}({_cell(c['stderr'])})  "
@@ -156,11 +157,9 @@ def _cells(row: Mapping[str, Any], first: int | None, last: int | None) -> list[
 def shown_change(change: Mapping[str, Any]) -> dict[str, Any]:
     """A change as tables show it (docs/researchers.md, "Reading the results"): one beyond
     its range by chance (±1 for a share; its interval is clipped there, the JSON keeps the
-    estimate as computed) at the interval's end, `clipped` saying which side. Only a clipped
-    end lies at the range, so the range is the interval's larger end whenever the estimate is
-    beyond it."""
+    estimate as computed) at the interval's end, `clipped` saying which side. An estimate lies
+    inside its unclipped interval, so outside the clipped one means beyond the range."""
     if change["estimate"] is None or change["stderr"] is None:
         return {**change, "clipped": None}
-    limit = max(abs(change["ci_low"]), abs(change["ci_high"]))
-    shown = shown_row(change, 0, -limit, limit)
-    return {**change, **{key: shown[key] for key in ("estimate", "ci_low", "ci_high", "clipped")}}
+    shown = shown_row(change, 0, change["ci_low"], change["ci_high"])
+    return {**change, "estimate": shown["estimate"], "clipped": shown["clipped"]}

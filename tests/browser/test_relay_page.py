@@ -17,7 +17,7 @@ from test_offline_page import answer_offline, first_visit
 from test_respondent_page import DOC, fill_and_send
 from test_shared_device import SHARED, stored_reports
 
-from tests.relay_support import RelayProcess, slow_gateway, wait_until_full
+from tests.relay_support import RelayProcess, held_relay, wait_until_full
 
 VECTORS = json.loads((Path(__file__).parents[1] / "conformance" / "ohttp.json").read_text())
 
@@ -148,12 +148,8 @@ def test_a_full_relay_makes_the_page_wait_and_send_again(live_server: Any, page:
     """A relay holding one request at most, in front of a gateway that holds what it gets until
     the test lets it go: while another request fills it, the page's report is answered 503 with
     Retry-After; the page keeps it, sends it again when told, and it is counted once."""
-    gate = threading.Event()
-    slow = slow_gateway(f"{live_server.url}/ohttp", delay=0.0, gate=gate)
-    relay = RelayProcess(
-        f"http://127.0.0.1:{slow.server_address[1]}/ohttp", batch=1, max_delay=1, queue_limit=1
-    )
-    try:
+    gateway = f"{live_server.url}/ohttp"
+    with held_relay(gateway, batch=1, max_delay=1, queue_limit=1) as (relay, gate):
         sid = live_server.create_survey({**DOC, "relay": relay.url}, fresh=True)["survey"]["id"]
         statuses: list[int] = []
         page.on(
@@ -181,10 +177,5 @@ def test_a_full_relay_makes_the_page_wait_and_send_again(live_server: Any, page:
         gate.set()
         expect(page.locator("#receipt-status")).to_contain_text("accepted", timeout=30_000)
         filler.join(30)
-    finally:
-        gate.set()
-        relay.stop()
-        slow.shutdown()
-        slow.server_close()
     assert statuses[0] == 503 and statuses[-1] == 200, statuses
     assert live_server.results(sid)["n"] == 1

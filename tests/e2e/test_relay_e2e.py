@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +20,7 @@ from deniable.client import Client
 from deniable.shared import ohttp
 from deniable.shared.survey import Survey
 from tests.conftest import BIN, free_port
-from tests.relay_support import RelayProcess, slow_gateway, wait_until_full
+from tests.relay_support import RelayProcess, held_relay, slow_gateway, wait_until_full
 
 DOC = {
     "id": "anon",
@@ -140,12 +139,8 @@ def test_a_relay_at_its_queue_limit_answers_503_and_nothing_is_lost(
     """A gateway that holds what it gets until the test lets it go: two respondents' reports
     fill the queue of 2 (a batch being sent, or one sent and one waiting), so a third hears
     503; their client keeps the report and sends it when told."""
-    gate = threading.Event()
-    slow = slow_gateway(f"{live_server.url}/ohttp", delay=0.0, gate=gate)
-    relay = RelayProcess(
-        f"http://127.0.0.1:{slow.server_address[1]}/ohttp", batch=2, max_delay=1, queue_limit=2
-    )
-    try:
+    gateway = f"{live_server.url}/ohttp"
+    with held_relay(gateway, batch=2, max_delay=1, queue_limit=2) as (relay, gate):
         sid = live_server.create_survey({**DOC, "relay": relay.url}, fresh=True)["survey"]["id"]
         with ThreadPoolExecutor(2) as pool:
             first = [pool.submit(answer, live_server, tmp_path / f"c{i}", sid) for i in range(2)]
@@ -158,11 +153,6 @@ def test_a_relay_at_its_queue_limit_answers_503_and_nothing_is_lost(
                 time.sleep(1.2)  # the Retry-After: the relay's delay
                 (sent,) = late.sync()
                 assert sent.status == "accepted" and sent.report_id == refused.report_id
-    finally:
-        gate.set()
-        relay.stop()
-        slow.shutdown()
-        slow.server_close()
     assert live_server.results(sid)["n"] == 3  # nothing lost, nothing twice
 
 

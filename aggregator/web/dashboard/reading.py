@@ -156,6 +156,7 @@ def _followed_charts(doc: Any, level: float) -> list[dict[str, Any]]:
     """Per followed (question, option) of a series, in the trend's order: its chart over the
     waves, its changes and its trend entry."""
     out = []
+    changes = doc.shown_changes()
     for trend in doc.trend:
         qid, option = trend["question"], trend["option"]
         points, scale = [], None
@@ -176,9 +177,7 @@ def _followed_charts(doc: Any, level: float) -> list[dict[str, Any]]:
                 "option": option,
                 "chart": series_chart(points, level, title, scale or scale_of({})),
                 "points": points,
-                "changes": [
-                    c for c in doc.shown_changes() if (c["question"], c["option"]) == (qid, option)
-                ],
+                "changes": [c for c in changes if (c["question"], c["option"]) == (qid, option)],
                 "trend": trend,
             }
         )
